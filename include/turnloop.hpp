@@ -1,0 +1,15 @@
+//
+// turnloop.hpp
+//
+// Convenience header: all of turnloop.
+//
+
+#ifndef TURNLOOP_HPP
+#define TURNLOOP_HPP
+
+#include <turnloop/config.hpp>
+#include <turnloop/error.hpp>
+#include <turnloop/loop.hpp>
+#include <turnloop/loop_stats.hpp>
+
+#endif // TURNLOOP_HPP

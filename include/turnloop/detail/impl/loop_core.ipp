@@ -1,0 +1,527 @@
+//
+// turnloop/detail/impl/loop_core.ipp
+//
+// The turn engine. Invariants kept here:
+// - local_ is non-empty only while turn_op_ is queued in the scheduler or a
+//   visit is on the stack that will re-queue it; so a local post needs no
+//   lock and no atomic.
+// - turn_op_ is in the scheduler's queue at most once (in_queue_), and only
+//   the owning thread queues it or reads in_queue_.
+// - turn_op_ carries one unit of scheduler work while queued, which covers
+//   every handler in local_. Cross-thread posts are covered by one unit held
+//   while remote_pending_ is non-zero. Tracked executors made on the loop
+//   thread are covered by one unit held while local_work_ is non-zero.
+//
+
+#ifndef TURNLOOP_DETAIL_IMPL_LOOP_CORE_IPP
+#define TURNLOOP_DETAIL_IMPL_LOOP_CORE_IPP
+
+#include <turnloop/detail/loop_core.hpp>
+#include <turnloop/detail/turn_reactor.hpp>
+#include <turnloop/loop_stats.hpp>
+
+#include <boost/asio/multiple_exceptions.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <memory>
+
+namespace turnloop {
+namespace detail {
+
+namespace {
+
+const config& validated(const config& c)
+{
+  c.validate();
+  return c;
+}
+
+} // namespace
+
+TURNLOOP_DECL loop_core::loop_core(boost::asio::io_context& owner,
+    const config& cfg)
+  : owner_(owner),
+    scheduler_(boost::asio::use_service<boost::asio::detail::scheduler>(owner)),
+    config_(validated(cfg)),
+    visit_limit_(cfg.events_per_turn)
+{
+}
+
+TURNLOOP_DECL void loop_core::start()
+{
+  // The reactor must be ours before anything asks for "the reactor", and the
+  // scheduler must have it as its task from the start, so that an idle loop
+  // always blocks in epoll_wait (where a post can wake it) and never on the
+  // scheduler's condition variable.
+  std::unique_ptr<turn_reactor> reactor(new turn_reactor(owner_, *this));
+  boost::asio::add_service<boost::asio::detail::epoll_reactor>(
+      owner_, reactor.get());
+  reactor_ = reactor.release();
+  reactor_->init_task();
+}
+
+// --- ownership ---------------------------------------------------------------
+
+TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
+  : core_(core)
+{
+  if (core.running_in_this_thread())
+  {
+    suspended_visits_ = core.active_visits_;
+    core.active_visits_ = 0;
+    // The suspended visit's remaining handlers must be reachable by the
+    // nested call, which cannot see this thread's private scheduler queue.
+    if (suspended_visits_ != 0 && !core.in_queue_ && core.has_work())
+    {
+      core.in_queue_ = true;
+      core.scheduler_.do_dispatch(&core.turn_op_);
+    }
+    return;
+  }
+
+  const void* expected = nullptr;
+  if (!core.owner_thread_.compare_exchange_strong(expected, &current_,
+        std::memory_order_acq_rel, std::memory_order_relaxed))
+  {
+    throw boost::system::system_error(make_error_code(error::already_running),
+        "turnloop::loop::run");
+  }
+  previous_ = current_;
+  current_ = &core;
+  acquired_ = true;
+  core.reconcile_released_work();
+}
+
+TURNLOOP_DECL loop_core::run_scope::~run_scope()
+{
+  if (acquired_)
+  {
+    current_ = previous_;
+    core_.owner_thread_.store(nullptr, std::memory_order_release);
+  }
+  else
+    core_.active_visits_ = suspended_visits_;
+}
+
+TURNLOOP_DECL loop_core::transient_owner::transient_owner(
+    loop_core& core) noexcept
+  : core_(core)
+{
+  if (core.running_in_this_thread())
+  {
+    owns_ = true;
+    return;
+  }
+  const void* expected = nullptr;
+  if (core.owner_thread_.compare_exchange_strong(expected, &current_,
+        std::memory_order_acq_rel, std::memory_order_relaxed))
+  {
+    previous_ = current_;
+    current_ = &core;
+    owns_ = acquired_ = true;
+  }
+}
+
+TURNLOOP_DECL loop_core::transient_owner::~transient_owner()
+{
+  if (acquired_)
+  {
+    current_ = previous_;
+    core_.owner_thread_.store(nullptr, std::memory_order_release);
+  }
+}
+
+// --- posting -----------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::post_local(operation* op) noexcept
+{
+  local_.push_back(op);
+  if (local_.size() > local_high_water_)
+    local_high_water_ = local_.size();
+  if (!in_queue_ && active_visits_ == 0)
+    enqueue_turn();
+}
+
+TURNLOOP_DECL void loop_core::post_remote(operation* op,
+    bool counted) noexcept
+{
+  // Count before publishing, so the loop can never retire a post it has not
+  // seen counted.
+  std::size_t queued = counted
+    ? remote_pending_.load(std::memory_order_relaxed)
+    : remote_pending_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  if (!counted && queued == 1)
+    scheduler_.work_started();
+  std::size_t high = remote_high_water_.load(std::memory_order_relaxed);
+  while (queued > high && !remote_high_water_.compare_exchange_weak(
+        high, queued, std::memory_order_relaxed))
+  {
+  }
+  remote_.push(op);
+  notify();
+}
+
+TURNLOOP_DECL void loop_core::notify() noexcept
+{
+  // Only a parked loop needs a syscall; a running one finds the post at its
+  // next turn or reactor poll. The "parked" store in before_reactor_run and
+  // the exchange in remote_queue::push are both sequentially consistent, so
+  // either the loop sees the post before it blocks or this load sees parked.
+  if (park_state_.load(std::memory_order_seq_cst) != parked)
+    return;
+  int expected = parked;
+  if (park_state_.compare_exchange_strong(expected, notified,
+        std::memory_order_seq_cst))
+  {
+    wakes_.fetch_add(1, std::memory_order_relaxed);
+    reactor_->interrupt();
+  }
+}
+
+TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
+{
+  // Inside the scheduler on its own thread this lands on the thread-private
+  // queue: no lock, no atomic, until the current operation returns.
+  in_queue_ = true;
+  scheduler_.post_immediate_completion(&turn_op_, false);
+}
+
+// --- work counting -------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::release_local_work_from_other_thread() noexcept
+{
+  remote_released_work_.fetch_add(1, std::memory_order_seq_cst);
+  if (stage_.load(std::memory_order_acquire) == stage::running)
+    notify();
+}
+
+TURNLOOP_DECL void loop_core::reconcile_released_work() noexcept
+{
+  if (remote_released_work_.load(std::memory_order_relaxed) == 0)
+    return;
+  const long released = remote_released_work_.exchange(0,
+      std::memory_order_acq_rel);
+  if (released == 0)
+    return;
+  local_work_ -= released;
+  if (local_work_ == 0)
+    scheduler_.work_finished();
+}
+
+TURNLOOP_DECL void loop_core::retire_remote() noexcept
+{
+  if (remote_taken_ == 0)
+    return;
+  const std::size_t taken = remote_taken_;
+  remote_taken_ = 0;
+  if (remote_pending_.fetch_sub(taken, std::memory_order_acq_rel) == taken)
+    scheduler_.work_finished();
+}
+
+TURNLOOP_DECL void loop_core::capture_exception() noexcept
+{
+  if (active_visits_ != 0)
+  {
+    // Rethrown by the visit as soon as the running handler returns.
+    if (!pending_exception_)
+      pending_exception_ = std::current_exception();
+    else
+      pending_exception_ = std::make_exception_ptr(
+          boost::asio::multiple_exceptions(pending_exception_));
+  }
+  else
+    scheduler_.capture_current_exception();
+}
+
+// --- the turn ------------------------------------------------------------------
+
+class loop_core::visit_scope
+{
+public:
+  explicit visit_scope(loop_core& core) noexcept
+    : core_(core)
+  {
+    core.in_queue_ = false;
+    ++core.active_visits_;
+    ++core.visits_;
+  }
+
+  // Runs on normal exit and when a handler throws: whatever is left is
+  // re-queued behind the reactor, so nothing accepted is lost.
+  ~visit_scope()
+  {
+    core_.retire_remote();
+    --core_.active_visits_;
+    if (core_.active_visits_ == 0 && !core_.in_queue_ && core_.has_work())
+      core_.enqueue_turn();
+  }
+
+  visit_scope(const visit_scope&) = delete;
+  visit_scope& operator=(const visit_scope&) = delete;
+
+private:
+  loop_core& core_;
+};
+
+TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
+    scheduler_operation* base, const boost::system::error_code&, std::size_t)
+{
+  loop_core& core = static_cast<turn_operation*>(base)->core_;
+  if (!owner)
+  {
+    // The scheduler is shutting down and destroys its queue.
+    core.in_queue_ = false;
+    return;
+  }
+
+  transient_owner owner_scope(core);
+  if (!owner_scope.owns())
+  {
+    // This thread runs the io_context base while another thread runs the
+    // loop. Give the turn back to the scheduler for the owner, and report.
+    core.scheduler_.post_immediate_completion(base, false);
+    throw boost::system::system_error(make_error_code(error::already_running),
+        "turnloop::loop: io_context::run() on a second thread");
+  }
+  core.visit();
+}
+
+TURNLOOP_DECL void loop_core::visit()
+{
+  visit_scope scope(*this);
+  reconcile_released_work();
+
+  if (stop_requested_.load(std::memory_order_relaxed))
+  {
+    // loop::stop() stops the scheduler before it sets the flag, so a flag
+    // with a running scheduler is left over from a stop that io_context's
+    // restart() (which cannot clear it) has since undone.
+    if (owner_.io_context::stopped())
+      return;
+    stop_requested_.store(false, std::memory_order_relaxed);
+  }
+
+  const std::size_t limit = visit_limit_;
+  const std::size_t per_turn = config_.events_per_turn;
+  std::size_t ran = 0;
+  for (;;)
+  {
+    ++turns_;
+
+    // The loop's own queue: only the handlers that were ready when this turn
+    // began; what they post runs in a later turn.
+    for (std::size_t ready = local_.size(); ready != 0; --ready)
+    {
+      operation* op = local_.pop_front();
+      if (!op)
+        break; // a nested run() took it
+      run_handler(op);
+      if (++ran >= limit || stop_requested_.load(std::memory_order_relaxed))
+        return;
+    }
+
+    // Cross-thread posts.
+    for (std::size_t budget = per_turn; budget != 0; --budget)
+    {
+      operation* op = remote_.pop();
+      if (!op)
+        break;
+      ++remote_taken_;
+      run_handler(op);
+      if (++ran >= limit || stop_requested_.load(std::memory_order_relaxed))
+        return;
+    }
+    retire_remote();
+
+    // Back to the reactor when the queues are empty or this visit has used a
+    // turn's budget, so I/O waits at most events_per_turn handlers.
+    if (ran >= per_turn || !has_work())
+      return;
+  }
+}
+
+TURNLOOP_DECL void loop_core::run_handler(operation* op)
+{
+  ++handlers_run_;
+  op->complete();
+  if (pending_exception_)
+  {
+    std::exception_ptr e = std::move(pending_exception_);
+    pending_exception_ = nullptr;
+    std::rethrow_exception(e);
+  }
+}
+
+TURNLOOP_DECL bool loop_core::has_work() const noexcept
+{
+  return !local_.empty() || remote_.maybe_nonempty();
+}
+
+TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
+{
+  return remote_.maybe_nonempty()
+    || remote_released_work_.load(std::memory_order_seq_cst) != 0;
+}
+
+// --- the reactor step ------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::before_reactor_run(long& usec,
+    bool& parking) noexcept
+{
+  ++reactor_runs_;
+  reconcile_released_work();
+  if (usec == 0)
+    return;
+  park_state_.store(parked, std::memory_order_seq_cst);
+  if (cross_thread_pending())
+  {
+    park_state_.store(awake, std::memory_order_relaxed);
+    usec = 0;
+    return;
+  }
+  parking = true;
+  ++parks_;
+}
+
+TURNLOOP_DECL void loop_core::after_reactor_run(bool parking) noexcept
+{
+  if (parking)
+    park_state_.store(awake, std::memory_order_seq_cst);
+  reconcile_released_work();
+  if (!in_queue_ && active_visits_ == 0 && remote_.maybe_nonempty())
+    enqueue_turn();
+}
+
+TURNLOOP_DECL void turn_reactor::run(long usec,
+    boost::asio::detail::op_queue<
+      boost::asio::detail::scheduler_operation>& ops)
+{
+  loop_core::transient_owner owner(core_);
+  if (!owner.owns())
+  {
+    epoll_reactor::run(usec, ops);
+    return;
+  }
+  bool parking = false;
+  core_.before_reactor_run(usec, parking);
+  epoll_reactor::run(usec, ops);
+  core_.after_reactor_run(parking);
+}
+
+// --- driving -------------------------------------------------------------------
+
+TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
+    std::uint64_t visits_before, std::uint64_t handlers_before) const noexcept
+{
+  // The scheduler counts a visit as one operation; report handlers instead.
+  const std::uint64_t visits = visits_ - visits_before;
+  const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
+  return static_cast<std::size_t>(others + (handlers_run_ - handlers_before));
+}
+
+TURNLOOP_DECL std::size_t loop_core::run()
+{
+  run_scope scope(*this);
+  const std::uint64_t visits = visits_;
+  const std::uint64_t handlers = handlers_run_;
+  return handlers_since(owner_.io_context::run(), visits, handlers);
+}
+
+TURNLOOP_DECL std::size_t loop_core::run_one()
+{
+  run_scope scope(*this);
+  limit_scope limit(*this, 1);
+  for (;;)
+  {
+    const std::uint64_t visits = visits_;
+    const std::uint64_t handlers = handlers_run_;
+    const std::size_t ops = owner_.io_context::run_one();
+    if (ops == 0)
+      return 0;
+    if (handlers_since(ops, visits, handlers) != 0)
+      return 1;
+  }
+}
+
+TURNLOOP_DECL std::size_t loop_core::poll()
+{
+  run_scope scope(*this);
+  const std::uint64_t visits = visits_;
+  const std::uint64_t handlers = handlers_run_;
+  return handlers_since(owner_.io_context::poll(), visits, handlers);
+}
+
+TURNLOOP_DECL std::size_t loop_core::poll_one()
+{
+  run_scope scope(*this);
+  limit_scope limit(*this, 1);
+  for (;;)
+  {
+    const std::uint64_t visits = visits_;
+    const std::uint64_t handlers = handlers_run_;
+    const std::size_t ops = owner_.io_context::poll_one();
+    if (ops == 0)
+      return 0;
+    if (handlers_since(ops, visits, handlers) != 0)
+      return 1;
+  }
+}
+
+TURNLOOP_DECL void loop_core::stop()
+{
+  // Scheduler first: a visit that sees the flag while the scheduler runs
+  // knows the flag is stale (see visit()).
+  owner_.io_context::stop();
+  stop_requested_.store(true, std::memory_order_relaxed);
+}
+
+TURNLOOP_DECL void loop_core::restart()
+{
+  stop_requested_.store(false, std::memory_order_relaxed);
+  owner_.io_context::restart();
+}
+
+// --- statistics ----------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
+{
+  s.handlers_run = handlers_run_;
+  s.turns = turns_;
+  s.reactor_runs = reactor_runs_;
+  s.os_waits = parks_;
+  s.wakes = wakes_.load(std::memory_order_relaxed);
+  s.local_queued = local_.size();
+  s.local_queued_high_water = local_high_water_;
+  s.posts_queued = remote_pending_.load(std::memory_order_relaxed);
+  s.posts_queued_high_water = remote_high_water_.load(std::memory_order_relaxed);
+  s.posts_refused = refused_posts_.load(std::memory_order_relaxed);
+}
+
+// --- destruction ---------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::begin_shutdown() noexcept
+{
+  stage_.store(stage::shutting_down, std::memory_order_release);
+}
+
+TURNLOOP_DECL void loop_core::drain() noexcept
+{
+  // Destroying a handler can release more (a coroutine frame destroys the
+  // frames it awaited), but nothing is queued after begin_shutdown(), so one
+  // pass over each queue empties it.
+  while (operation* op = local_.pop_front())
+    op->destroy();
+  while (operation* op = remote_.pop())
+    op->destroy();
+}
+
+TURNLOOP_DECL void loop_core::services_destroyed() noexcept
+{
+  stage_.store(stage::destroyed, std::memory_order_release);
+  reactor_ = nullptr;
+}
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_IMPL_LOOP_CORE_IPP

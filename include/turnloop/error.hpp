@@ -1,0 +1,69 @@
+//
+// turnloop/error.hpp
+//
+// turnloop's error codes, in a boost::system category named "turnloop".
+//
+
+#ifndef TURNLOOP_ERROR_HPP
+#define TURNLOOP_ERROR_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
+#include <system_error>
+#include <type_traits>
+
+namespace turnloop {
+
+/// Errors reported by turnloop.
+enum class error
+{
+  /// A configured ceiling was reached; the submission was refused and
+  /// nothing was queued.
+  resource_limit = 1,
+
+  /// A turnloop::config field is out of range; the message names the field.
+  invalid_config,
+
+  /// run() (or run_one, poll, ...) was called on a thread while another
+  /// thread is running the same loop. A loop is run by one thread at a time.
+  already_running
+};
+
+/// The category of turnloop::error. Its name is "turnloop".
+TURNLOOP_DECL const boost::system::error_category& error_category() noexcept;
+
+/// Makes an error_code in the turnloop category.
+inline boost::system::error_code make_error_code(error e) noexcept
+{
+  return boost::system::error_code(static_cast<int>(e), error_category());
+}
+
+} // namespace turnloop
+
+namespace boost {
+namespace system {
+
+template <>
+struct is_error_code_enum<turnloop::error> : std::true_type
+{
+};
+
+} // namespace system
+} // namespace boost
+
+namespace std {
+
+template <>
+struct is_error_code_enum<turnloop::error> : std::true_type
+{
+};
+
+} // namespace std
+
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/impl/error.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_ERROR_HPP

@@ -1,0 +1,108 @@
+//
+// turnloop/impl/loop.hpp
+//
+// Template members of loop and its executor.
+//
+
+#ifndef TURNLOOP_IMPL_LOOP_HPP
+#define TURNLOOP_IMPL_LOOP_HPP
+
+#include <type_traits>
+#include <utility>
+
+namespace turnloop {
+
+inline loop::executor_type loop::get_executor() noexcept
+{
+  return executor_type(this, std::allocator<void>(), 0);
+}
+
+template <typename Rep, typename Period>
+loop::count_type loop::run_for(
+    const std::chrono::duration<Rep, Period>& rel_time)
+{
+  return run_until(std::chrono::steady_clock::now() + rel_time);
+}
+
+template <typename Clock, typename Duration>
+loop::count_type loop::run_until(
+    const std::chrono::time_point<Clock, Duration>& abs_time)
+{
+  return core_.run_until(abs_time);
+}
+
+template <typename Rep, typename Period>
+loop::count_type loop::run_one_for(
+    const std::chrono::duration<Rep, Period>& rel_time)
+{
+  return run_one_until(std::chrono::steady_clock::now() + rel_time);
+}
+
+template <typename Clock, typename Duration>
+loop::count_type loop::run_one_until(
+    const std::chrono::time_point<Clock, Duration>& abs_time)
+{
+  return core_.run_one_until(abs_time);
+}
+
+template <typename Function>
+boost::system::error_code loop::try_post(Function&& f)
+{
+  return core_.try_post(f);
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+template <typename Function>
+void loop::basic_executor_type<Allocator, Bits>::execute(Function&& f) const
+{
+  detail::loop_core& core = context_ptr()->core_;
+  if ((bits() & blocking_never) == 0 && core.running_in_this_thread())
+  {
+    std::decay_t<Function> function(std::forward<Function>(f));
+    try
+    {
+      std::move(function)();
+    }
+    catch (...)
+    {
+      core.capture_exception();
+    }
+    return;
+  }
+  core.post(std::forward<Function>(f), static_cast<const Allocator&>(*this));
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+template <typename Function, typename OtherAllocator>
+void loop::basic_executor_type<Allocator, Bits>::dispatch(
+    Function&& f, const OtherAllocator& a) const
+{
+  detail::loop_core& core = context_ptr()->core_;
+  if (core.running_in_this_thread())
+  {
+    std::decay_t<Function> function(std::forward<Function>(f));
+    std::move(function)();
+    return;
+  }
+  core.post(std::forward<Function>(f), a);
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+template <typename Function, typename OtherAllocator>
+void loop::basic_executor_type<Allocator, Bits>::post(
+    Function&& f, const OtherAllocator& a) const
+{
+  context_ptr()->core_.post(std::forward<Function>(f), a);
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+template <typename Function, typename OtherAllocator>
+void loop::basic_executor_type<Allocator, Bits>::defer(
+    Function&& f, const OtherAllocator& a) const
+{
+  context_ptr()->core_.post(std::forward<Function>(f), a);
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_LOOP_HPP

@@ -1,0 +1,88 @@
+//
+// turnloop/impl/loop.ipp
+//
+
+#ifndef TURNLOOP_IMPL_LOOP_IPP
+#define TURNLOOP_IMPL_LOOP_IPP
+
+#include <turnloop/loop.hpp>
+
+namespace turnloop {
+
+TURNLOOP_DECL loop::loop()
+  : loop(config())
+{
+}
+
+TURNLOOP_DECL loop::loop(int)
+  : loop(config())
+{
+}
+
+// io_context(1): Asio's scheduler without its own thread and in one-thread
+// mode, so posts made while it runs go to a thread-private queue. Locking
+// stays on: other threads still post through it (doc/design.md).
+TURNLOOP_DECL loop::loop(const config& cfg)
+  : boost::asio::io_context(1),
+    core_(*this, cfg)
+{
+  core_.start();
+}
+
+TURNLOOP_DECL loop::~loop()
+{
+  // Pending operations hold executors that call back into core_, and
+  // destroying a suspended coroutine posts its frames back to its executor:
+  // so shut every service down and drain while core_ is alive.
+  core_.begin_shutdown();
+  shutdown();
+  core_.drain();
+  destroy();
+  core_.services_destroyed();
+}
+
+TURNLOOP_DECL loop::count_type loop::run()
+{
+  return core_.run();
+}
+
+TURNLOOP_DECL loop::count_type loop::run_one()
+{
+  return core_.run_one();
+}
+
+TURNLOOP_DECL loop::count_type loop::poll()
+{
+  return core_.poll();
+}
+
+TURNLOOP_DECL loop::count_type loop::poll_one()
+{
+  return core_.poll_one();
+}
+
+TURNLOOP_DECL void loop::stop()
+{
+  core_.stop();
+}
+
+TURNLOOP_DECL bool loop::stopped() const
+{
+  return io_context::stopped();
+}
+
+TURNLOOP_DECL void loop::restart()
+{
+  core_.restart();
+}
+
+TURNLOOP_DECL loop_stats loop::stats() const noexcept
+{
+  loop_stats s;
+  core_.fill_stats(s);
+  return s;
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_LOOP_IPP

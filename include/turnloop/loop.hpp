@@ -1,0 +1,421 @@
+//
+// turnloop/loop.hpp
+//
+// turnloop::loop: a turn-loop execution context that stock Asio code runs on
+// unchanged. Replace `boost::asio::io_context ctx;` with `turnloop::loop ctx;`.
+//
+
+#ifndef TURNLOOP_LOOP_HPP
+#define TURNLOOP_LOOP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/config.hpp>
+#include <turnloop/error.hpp>
+#include <turnloop/loop_stats.hpp>
+#include <turnloop/detail/loop_core.hpp>
+
+#include <boost/asio/execution.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace turnloop {
+
+/// An Asio execution context that runs handlers in turns on one thread.
+///
+/// A loop *is* an io_context (it derives from one), so it binds to code that
+/// takes `boost::asio::io_context&`, and stock I/O objects (sockets, timers,
+/// signal sets, resolvers, descriptors) run on it in the loop's own thread.
+/// Its own executor_type queues handlers without locks on the loop thread and
+/// lock-free from other threads.
+///
+/// Thread safety: post, dispatch, defer, execute, stop and stopped may be
+/// called from any thread. The run family is for one thread at a time: a
+/// second thread calling it while the loop runs gets a system_error with
+/// turnloop::error::already_running.
+///
+/// Calling run(), poll(), stop(), restart() or get_executor() through an
+/// `io_context&` reaches io_context's members, which are not virtual. That is
+/// supported and correct, but slower: handlers queued on the loop's executor
+/// are then run by the scheduler in batches, a stop() takes effect at the end
+/// of the current batch, and io_context::get_executor() posts go through the
+/// scheduler's own queue (not FIFO with the loop's queue).
+class loop : public boost::asio::io_context
+{
+public:
+  template <typename Allocator, std::uintptr_t Bits>
+  class basic_executor_type;
+
+  template <typename Allocator, std::uintptr_t Bits>
+  friend class basic_executor_type;
+
+  /// The loop's executor.
+  using executor_type = basic_executor_type<std::allocator<void>, 0>;
+
+  using count_type = std::size_t;
+
+  /// Constructs a loop with the default configuration.
+  TURNLOOP_DECL loop();
+
+  /// Constructs a loop; io_context's concurrency hint is accepted for source
+  /// compatibility and ignored, since a loop is always run by one thread.
+  TURNLOOP_DECL explicit loop(int concurrency_hint);
+
+  /// Constructs a loop with @p cfg.
+  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// (its what() names the field) if a field is out of range.
+  TURNLOOP_DECL explicit loop(const config& cfg);
+
+  /// Destroys every queued handler, pending operation and suspended
+  /// coroutine without running it, then the services. Must not run
+  /// concurrently with run() or with posts from other threads.
+  TURNLOOP_DECL ~loop();
+
+  loop(const loop&) = delete;
+  loop& operator=(const loop&) = delete;
+
+  /// The loop's executor.
+  executor_type get_executor() noexcept;
+
+  /// Runs handlers until the loop runs out of work or is stopped.
+  /// @returns the number of handlers run.
+  /// @throws whatever a handler throws (run() may then be called again), or
+  /// system_error(already_running) if another thread is running the loop.
+  TURNLOOP_DECL count_type run();
+
+  /// Runs at most one handler, blocking until one is ready.
+  TURNLOOP_DECL count_type run_one();
+
+  /// Runs handlers until @p rel_time has passed, work runs out, or stop().
+  template <typename Rep, typename Period>
+  count_type run_for(const std::chrono::duration<Rep, Period>& rel_time);
+
+  /// Runs handlers until @p abs_time, work runs out, or stop().
+  template <typename Clock, typename Duration>
+  count_type run_until(const std::chrono::time_point<Clock, Duration>& abs_time);
+
+  /// Runs at most one handler, waiting at most @p rel_time.
+  template <typename Rep, typename Period>
+  count_type run_one_for(const std::chrono::duration<Rep, Period>& rel_time);
+
+  /// Runs at most one handler, waiting at most until @p abs_time.
+  template <typename Clock, typename Duration>
+  count_type run_one_until(
+      const std::chrono::time_point<Clock, Duration>& abs_time);
+
+  /// Runs the handlers that are ready, without blocking.
+  TURNLOOP_DECL count_type poll();
+
+  /// Runs at most one ready handler, without blocking.
+  TURNLOOP_DECL count_type poll_one();
+
+  /// Makes run() return as soon as the running handler returns; later calls
+  /// return at once until restart(). Any thread; wakes a blocked loop.
+  TURNLOOP_DECL void stop();
+
+  /// True after stop(), or after run() ran out of work.
+  TURNLOOP_DECL bool stopped() const;
+
+  /// Clears stopped() so run() can be called again.
+  TURNLOOP_DECL void restart();
+
+  /// Queues @p f like post(), unless the call comes from another thread and
+  /// config::post_capacity cross-thread posts are already queued: then @p f
+  /// is left untouched (not moved from) and resource_limit is returned.
+  /// On the loop's own thread it always succeeds. Any thread.
+  template <typename Function>
+  boost::system::error_code try_post(Function&& f);
+
+  /// The configuration the loop was built with.
+  const config& get_config() const noexcept
+  {
+    return core_.get_config();
+  }
+
+  /// A snapshot of the loop's counters. Call it on the loop's thread, or
+  /// while the loop is not running.
+  TURNLOOP_DECL loop_stats stats() const noexcept;
+
+private:
+  detail::loop_core core_;
+};
+
+/// The executor of a turnloop::loop. Cheap to copy; a tracked copy made on
+/// the loop's thread costs no atomic operation.
+template <typename Allocator, std::uintptr_t Bits>
+class loop::basic_executor_type : private Allocator
+{
+  // Runtime bits, kept in the low bits of the loop pointer.
+  static constexpr std::uintptr_t blocking_never = 1;
+  static constexpr std::uintptr_t relationship_continuation = 2;
+  static constexpr std::uintptr_t local_work = 4; // this copy's unit is local
+  static constexpr std::uintptr_t runtime_bits = 7;
+
+  // Type-level bit, as in io_context: tracked and untracked are distinct types.
+  static constexpr std::uintptr_t outstanding_work_tracked = 1;
+  static constexpr bool tracked = (Bits & outstanding_work_tracked) != 0;
+
+public:
+  basic_executor_type(const basic_executor_type& other) noexcept
+    : Allocator(static_cast<const Allocator&>(other)),
+      target_(other.target_ & ~local_work)
+  {
+    acquire();
+  }
+
+  basic_executor_type(basic_executor_type&& other) noexcept
+    : Allocator(static_cast<Allocator&&>(other)),
+      target_(other.target_)
+  {
+    if constexpr (tracked)
+      other.target_ = 0;
+  }
+
+  ~basic_executor_type()
+  {
+    release();
+  }
+
+  basic_executor_type& operator=(const basic_executor_type& other) noexcept
+  {
+    if (this != &other)
+    {
+      release();
+      static_cast<Allocator&>(*this) = static_cast<const Allocator&>(other);
+      target_ = other.target_ & ~local_work;
+      acquire();
+    }
+    return *this;
+  }
+
+  basic_executor_type& operator=(basic_executor_type&& other) noexcept
+  {
+    if (this != &other)
+    {
+      release();
+      static_cast<Allocator&>(*this) = static_cast<Allocator&&>(other);
+      target_ = other.target_;
+      if constexpr (tracked)
+        other.target_ = 0;
+    }
+    return *this;
+  }
+
+  /// @name Properties (through boost::asio::require, prefer and query)
+  /// @{
+  constexpr basic_executor_type require(
+      boost::asio::execution::blocking_t::possibly_t) const
+  {
+    return basic_executor_type(context_ptr(), *this, bits() & ~blocking_never);
+  }
+
+  constexpr basic_executor_type require(
+      boost::asio::execution::blocking_t::never_t) const
+  {
+    return basic_executor_type(context_ptr(), *this, bits() | blocking_never);
+  }
+
+  constexpr basic_executor_type require(
+      boost::asio::execution::relationship_t::fork_t) const
+  {
+    return basic_executor_type(context_ptr(), *this,
+        bits() & ~relationship_continuation);
+  }
+
+  constexpr basic_executor_type require(
+      boost::asio::execution::relationship_t::continuation_t) const
+  {
+    return basic_executor_type(context_ptr(), *this,
+        bits() | relationship_continuation);
+  }
+
+  constexpr basic_executor_type<Allocator, Bits | outstanding_work_tracked>
+  require(boost::asio::execution::outstanding_work_t::tracked_t) const
+  {
+    return basic_executor_type<Allocator, Bits | outstanding_work_tracked>(
+        context_ptr(), *this, bits());
+  }
+
+  constexpr basic_executor_type<Allocator, Bits & ~outstanding_work_tracked>
+  require(boost::asio::execution::outstanding_work_t::untracked_t) const
+  {
+    return basic_executor_type<Allocator, Bits & ~outstanding_work_tracked>(
+        context_ptr(), *this, bits());
+  }
+
+  template <typename OtherAllocator>
+  constexpr basic_executor_type<OtherAllocator, Bits>
+  require(boost::asio::execution::allocator_t<OtherAllocator> a) const
+  {
+    return basic_executor_type<OtherAllocator, Bits>(
+        context_ptr(), a.value(), bits());
+  }
+
+  constexpr basic_executor_type<std::allocator<void>, Bits>
+  require(boost::asio::execution::allocator_t<void>) const
+  {
+    return basic_executor_type<std::allocator<void>, Bits>(
+        context_ptr(), std::allocator<void>(), bits());
+  }
+
+  static constexpr boost::asio::execution::mapping_t query(
+      boost::asio::execution::mapping_t) noexcept
+  {
+    return boost::asio::execution::mapping.thread;
+  }
+
+  loop& query(boost::asio::execution::context_t) const noexcept
+  {
+    return *context_ptr();
+  }
+
+  constexpr boost::asio::execution::blocking_t query(
+      boost::asio::execution::blocking_t) const noexcept
+  {
+    return (bits() & blocking_never)
+      ? boost::asio::execution::blocking_t(
+          boost::asio::execution::blocking.never)
+      : boost::asio::execution::blocking_t(
+          boost::asio::execution::blocking.possibly);
+  }
+
+  constexpr boost::asio::execution::relationship_t query(
+      boost::asio::execution::relationship_t) const noexcept
+  {
+    return (bits() & relationship_continuation)
+      ? boost::asio::execution::relationship_t(
+          boost::asio::execution::relationship.continuation)
+      : boost::asio::execution::relationship_t(
+          boost::asio::execution::relationship.fork);
+  }
+
+  static constexpr boost::asio::execution::outstanding_work_t query(
+      boost::asio::execution::outstanding_work_t) noexcept
+  {
+    return tracked
+      ? boost::asio::execution::outstanding_work_t(
+          boost::asio::execution::outstanding_work.tracked)
+      : boost::asio::execution::outstanding_work_t(
+          boost::asio::execution::outstanding_work.untracked);
+  }
+
+  template <typename OtherAllocator>
+  constexpr Allocator query(
+      boost::asio::execution::allocator_t<OtherAllocator>) const noexcept
+  {
+    return static_cast<const Allocator&>(*this);
+  }
+
+  constexpr Allocator query(
+      boost::asio::execution::allocator_t<void>) const noexcept
+  {
+    return static_cast<const Allocator&>(*this);
+  }
+  /// @}
+
+  /// True if the calling thread is running the loop.
+  bool running_in_this_thread() const noexcept
+  {
+    return context_ptr()->core_.running_in_this_thread();
+  }
+
+  /// Two executors are equal if they refer to the same loop and allocator.
+  friend bool operator==(const basic_executor_type& a,
+      const basic_executor_type& b) noexcept
+  {
+    return a.context_ptr() == b.context_ptr()
+      && static_cast<const Allocator&>(a) == static_cast<const Allocator&>(b);
+  }
+
+  friend bool operator!=(const basic_executor_type& a,
+      const basic_executor_type& b) noexcept
+  {
+    return !(a == b);
+  }
+
+  /// Runs @p f inline if blocking.possibly is in force and the calling thread
+  /// runs the loop (an exception it throws is rethrown by run() once the
+  /// current handler returns, as with io_context); otherwise queues it.
+  template <typename Function>
+  void execute(Function&& f) const;
+
+  /// @name Networking TS members, for boost::asio::executor and older code
+  /// @{
+  loop& context() const noexcept
+  {
+    return *context_ptr();
+  }
+
+  void on_work_started() const noexcept
+  {
+    context_ptr()->core_.acquire_shared_work();
+  }
+
+  void on_work_finished() const noexcept
+  {
+    context_ptr()->core_.release_work(false);
+  }
+
+  template <typename Function, typename OtherAllocator>
+  void dispatch(Function&& f, const OtherAllocator& a) const;
+
+  template <typename Function, typename OtherAllocator>
+  void post(Function&& f, const OtherAllocator& a) const;
+
+  template <typename Function, typename OtherAllocator>
+  void defer(Function&& f, const OtherAllocator& a) const;
+  /// @}
+
+private:
+  friend class loop;
+  template <typename, std::uintptr_t>
+  friend class basic_executor_type;
+
+  constexpr basic_executor_type(loop* l, const Allocator& a,
+      std::uintptr_t runtime) noexcept
+    : Allocator(a),
+      target_(reinterpret_cast<std::uintptr_t>(l)
+          | (runtime & (blocking_never | relationship_continuation)))
+  {
+    acquire();
+  }
+
+  loop* context_ptr() const noexcept
+  {
+    return reinterpret_cast<loop*>(target_ & ~runtime_bits);
+  }
+
+  constexpr std::uintptr_t bits() const noexcept
+  {
+    return target_ & runtime_bits;
+  }
+
+  void acquire() noexcept
+  {
+    if constexpr (tracked)
+      if (loop* l = context_ptr())
+        if (l->core_.acquire_work())
+          target_ |= local_work;
+  }
+
+  void release() noexcept
+  {
+    if constexpr (tracked)
+      if (loop* l = context_ptr())
+        l->core_.release_work((target_ & local_work) != 0);
+  }
+
+  std::uintptr_t target_;
+};
+
+} // namespace turnloop
+
+#include <turnloop/impl/loop.hpp>
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/impl/loop.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_LOOP_HPP

@@ -1,0 +1,47 @@
+//
+// turnloop/loop_stats.hpp
+//
+// A snapshot of a loop's counters, from loop::stats().
+//
+
+#ifndef TURNLOOP_LOOP_STATS_HPP
+#define TURNLOOP_LOOP_STATS_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace turnloop {
+
+/// Counters of a loop. Totals count since construction.
+struct loop_stats
+{
+  /// Handlers run from the loop's own queues (not I/O completions, which
+  /// Asio's scheduler runs directly).
+  std::uint64_t handlers_run = 0;
+
+  /// Turns: one pass over the loop's queue and its cross-thread posts.
+  std::uint64_t turns = 0;
+
+  /// Times the reactor was run (epoll_wait calls), polling or blocking.
+  std::uint64_t reactor_runs = 0;
+
+  /// Of those, the ones allowed to block: the loop had nothing ready.
+  std::uint64_t os_waits = 0;
+
+  /// Cross-thread posts that had to wake a parked loop (one syscall each).
+  std::uint64_t wakes = 0;
+
+  /// Handlers queued on the loop thread now, and the most ever queued.
+  std::size_t local_queued = 0;
+  std::size_t local_queued_high_water = 0;
+
+  /// Cross-thread posts queued and not yet run, the most ever, and the
+  /// try_post calls refused at post_capacity.
+  std::size_t posts_queued = 0;
+  std::size_t posts_queued_high_water = 0;
+  std::uint64_t posts_refused = 0;
+};
+
+} // namespace turnloop
+
+#endif // TURNLOOP_LOOP_STATS_HPP

@@ -1,0 +1,20 @@
+//
+// turnloop/src.hpp
+//
+// Include this in exactly one translation unit (src/turnloop.cpp does) to
+// compile turnloop's non-template functions, unless TURNLOOP_HEADER_ONLY.
+//
+
+#ifndef TURNLOOP_SRC_HPP
+#define TURNLOOP_SRC_HPP
+
+#if defined(TURNLOOP_HEADER_ONLY)
+# error "Do not compile turnloop's sources with TURNLOOP_HEADER_ONLY defined"
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#include <turnloop/impl/error.ipp>
+#include <turnloop/impl/config.ipp>
+#include <turnloop/detail/impl/loop_core.ipp>
+#include <turnloop/impl/loop.ipp>
+
+#endif // TURNLOOP_SRC_HPP
