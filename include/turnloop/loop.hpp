@@ -124,7 +124,8 @@ public:
 
   /// Queues @p f like post(), unless the call comes from another thread and
   /// config::post_capacity cross-thread posts are already queued: then @p f
-  /// is left untouched (not moved from) and resource_limit is returned.
+  /// is left untouched (an rvalue is not moved from) and resource_limit is
+  /// returned.
   /// On the loop's own thread it always succeeds. Any thread.
   template <typename Function>
   boost::system::error_code try_post(Function&& f);

@@ -67,7 +67,7 @@ public:
   /// cross-thread posts are already queued; then leaves @p f untouched and
   /// returns resource_limit.
   template <typename Function>
-  boost::system::error_code try_post(Function& f);
+  boost::system::error_code try_post(Function&& f);
 
   /// Work counting for tracked executors. A unit taken on the loop thread is
   /// "local": a plain counter, no atomic read-modify-write. Returns whether
@@ -155,11 +155,12 @@ private:
 
   // Ownership for the length of one scheduler operation, used when the loop
   // is driven through its io_context base (io_context::run()), where no
-  // run_scope exists. owns() is false if another thread owns the loop.
+  // run_scope exists. owns() is false if a run() owns the loop, or, unless
+  // @p wait, if another transient owner holds it.
   class transient_owner
   {
   public:
-    TURNLOOP_DECL explicit transient_owner(loop_core& core) noexcept;
+    TURNLOOP_DECL transient_owner(loop_core& core, bool wait) noexcept;
     TURNLOOP_DECL ~transient_owner();
     transient_owner(const transient_owner&) = delete;
     transient_owner& operator=(const transient_owner&) = delete;
@@ -203,6 +204,7 @@ private:
   enum class stage : int { running, shutting_down, destroyed };
   enum park_state : int { awake, parked, notified };
 
+  TURNLOOP_DECL bool acquire_owner(bool transient, bool wait) noexcept;
   TURNLOOP_DECL void post_local(operation* op) noexcept;
   TURNLOOP_DECL void post_remote(operation* op, bool reserved) noexcept;
   TURNLOOP_DECL void release_local_work_from_other_thread() noexcept;
@@ -211,11 +213,11 @@ private:
   TURNLOOP_DECL void enqueue_turn() noexcept;
   TURNLOOP_DECL void visit();
   TURNLOOP_DECL void run_handler(operation* op);
-  TURNLOOP_DECL void retire_remote() noexcept;
+  TURNLOOP_DECL void retire_remote(std::size_t taken) noexcept;
   TURNLOOP_DECL bool has_work() const noexcept;
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
-  TURNLOOP_DECL void before_reactor_run(long& usec, bool& parking) noexcept;
-  TURNLOOP_DECL void after_reactor_run(bool parking) noexcept;
+  TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
+  TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
   TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
       std::uint64_t visits_before, std::uint64_t handlers_before) const noexcept;
 
@@ -233,7 +235,6 @@ private:
   bool in_queue_ = false;          // turn_op_ is in the scheduler's queue
   unsigned active_visits_ = 0;     // visits on the stack, not suspended
   std::size_t visit_limit_;
-  std::size_t remote_taken_ = 0;   // popped from remote_, not yet retired
   std::exception_ptr pending_exception_;
   std::uint64_t handlers_run_ = 0;
   std::uint64_t turns_ = 0;

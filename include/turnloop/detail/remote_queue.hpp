@@ -28,13 +28,11 @@ public:
   remote_queue(const remote_queue&) = delete;
   remote_queue& operator=(const remote_queue&) = delete;
 
-  /// Any thread. The exchange is sequentially consistent: together with the
-  /// loop's "parked" store it forms the handshake that decides who wakes whom
-  /// (see loop_core::notify).
+  /// Any thread.
   void push(operation* op) noexcept
   {
     op->next_.store(nullptr, std::memory_order_relaxed);
-    operation* prev = head_.exchange(op, std::memory_order_seq_cst);
+    operation* prev = head_.exchange(op, std::memory_order_acq_rel);
     prev->next_.store(op, std::memory_order_release);
   }
 
@@ -75,7 +73,7 @@ public:
   bool maybe_nonempty() const noexcept
   {
     return tail_ != &stub_
-      || head_.load(std::memory_order_seq_cst) != &stub_;
+      || head_.load(std::memory_order_acquire) != &stub_;
   }
 
 private:

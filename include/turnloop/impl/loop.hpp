@@ -48,7 +48,7 @@ loop::count_type loop::run_one_until(
 template <typename Function>
 boost::system::error_code loop::try_post(Function&& f)
 {
-  return core_.try_post(f);
+  return core_.try_post(std::forward<Function>(f));
 }
 
 template <typename Allocator, std::uintptr_t Bits>

@@ -32,7 +32,7 @@ void loop_core::post(Function&& f, const Allocator& a)
 }
 
 template <typename Function>
-boost::system::error_code loop_core::try_post(Function& f)
+boost::system::error_code loop_core::try_post(Function&& f)
 {
   using op_type = function_operation<std::decay_t<Function>,
     std::allocator<void>>;
@@ -42,7 +42,8 @@ boost::system::error_code loop_core::try_post(Function& f)
 
   if (running_in_this_thread())
   {
-    post_local(op_type::create(std::move(f), std::allocator<void>()));
+    post_local(op_type::create(std::forward<Function>(f),
+          std::allocator<void>()));
     return {};
   }
 
@@ -57,14 +58,14 @@ boost::system::error_code loop_core::try_post(Function& f)
       return make_error_code(error::resource_limit);
     }
   } while (!remote_pending_.compare_exchange_weak(queued, queued + 1,
-        std::memory_order_acq_rel, std::memory_order_relaxed));
+        std::memory_order_seq_cst, std::memory_order_relaxed));
   if (queued == 0)
     scheduler_.work_started();
 
   operation* op;
   try
   {
-    op = op_type::create(std::move(f), std::allocator<void>());
+    op = op_type::create(std::forward<Function>(f), std::allocator<void>());
   }
   catch (...)
   {

@@ -23,7 +23,9 @@
 #include <boost/asio/multiple_exceptions.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cstdint>
 #include <memory>
+#include <thread>
 
 namespace turnloop {
 namespace detail {
@@ -61,6 +63,44 @@ TURNLOOP_DECL void loop_core::start()
 }
 
 // --- ownership ---------------------------------------------------------------
+//
+// owner_thread_ holds the address of the owning thread's current_ (unique per
+// thread), with the low bit set for a transient owner: one that holds the
+// loop for a single scheduler operation while the loop is driven through
+// io_context::run(). Transient holds are short, so a thread that needs the
+// loop waits them out; a run() owner is another matter (already_running).
+
+namespace {
+
+constexpr std::uintptr_t transient_bit = 1;
+
+inline const void* owner_tag(const void* thread, bool transient) noexcept
+{
+  return reinterpret_cast<const void*>(
+      reinterpret_cast<std::uintptr_t>(thread) | (transient ? transient_bit : 0));
+}
+
+inline bool is_transient(const void* owner) noexcept
+{
+  return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
+}
+
+} // namespace
+
+TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
+{
+  const void* me = owner_tag(&current_, transient);
+  for (;;)
+  {
+    const void* expected = nullptr;
+    if (owner_thread_.compare_exchange_weak(expected, me,
+          std::memory_order_acq_rel, std::memory_order_relaxed))
+      return true;
+    if (expected && (!wait || !is_transient(expected)))
+      return false;
+    std::this_thread::yield();
+  }
+}
 
 TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
   : core_(core)
@@ -79,9 +119,7 @@ TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
     return;
   }
 
-  const void* expected = nullptr;
-  if (!core.owner_thread_.compare_exchange_strong(expected, &current_,
-        std::memory_order_acq_rel, std::memory_order_relaxed))
+  if (!core.acquire_owner(false, true))
   {
     throw boost::system::system_error(make_error_code(error::already_running),
         "turnloop::loop::run");
@@ -104,7 +142,7 @@ TURNLOOP_DECL loop_core::run_scope::~run_scope()
 }
 
 TURNLOOP_DECL loop_core::transient_owner::transient_owner(
-    loop_core& core) noexcept
+    loop_core& core, bool wait) noexcept
   : core_(core)
 {
   if (core.running_in_this_thread())
@@ -112,9 +150,7 @@ TURNLOOP_DECL loop_core::transient_owner::transient_owner(
     owns_ = true;
     return;
   }
-  const void* expected = nullptr;
-  if (core.owner_thread_.compare_exchange_strong(expected, &current_,
-        std::memory_order_acq_rel, std::memory_order_relaxed))
+  if (core.acquire_owner(true, wait))
   {
     previous_ = current_;
     current_ = &core;
@@ -149,7 +185,7 @@ TURNLOOP_DECL void loop_core::post_remote(operation* op,
   // seen counted.
   std::size_t queued = counted
     ? remote_pending_.load(std::memory_order_relaxed)
-    : remote_pending_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    : remote_pending_.fetch_add(1, std::memory_order_seq_cst) + 1;
   if (!counted && queued == 1)
     scheduler_.work_started();
   std::size_t high = remote_high_water_.load(std::memory_order_relaxed);
@@ -164,9 +200,10 @@ TURNLOOP_DECL void loop_core::post_remote(operation* op,
 TURNLOOP_DECL void loop_core::notify() noexcept
 {
   // Only a parked loop needs a syscall; a running one finds the post at its
-  // next turn or reactor poll. The "parked" store in before_reactor_run and
-  // the exchange in remote_queue::push are both sequentially consistent, so
-  // either the loop sees the post before it blocks or this load sees parked.
+  // next turn or reactor poll. The "parked" store in prepare_to_park and the
+  // increment of remote_pending_ (or remote_released_work_) before this call
+  // are sequentially consistent, so either the loop sees the count before it
+  // blocks or this load sees parked.
   if (park_state_.load(std::memory_order_seq_cst) != parked)
     return;
   int expected = parked;
@@ -208,12 +245,10 @@ TURNLOOP_DECL void loop_core::reconcile_released_work() noexcept
     scheduler_.work_finished();
 }
 
-TURNLOOP_DECL void loop_core::retire_remote() noexcept
+TURNLOOP_DECL void loop_core::retire_remote(std::size_t taken) noexcept
 {
-  if (remote_taken_ == 0)
+  if (taken == 0)
     return;
-  const std::size_t taken = remote_taken_;
-  remote_taken_ = 0;
   if (remote_pending_.fetch_sub(taken, std::memory_order_acq_rel) == taken)
     scheduler_.work_finished();
 }
@@ -250,7 +285,6 @@ public:
   // re-queued behind the reactor, so nothing accepted is lost.
   ~visit_scope()
   {
-    core_.retire_remote();
     --core_.active_visits_;
     if (core_.active_visits_ == 0 && !core_.in_queue_ && core_.has_work())
       core_.enqueue_turn();
@@ -274,7 +308,7 @@ TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
     return;
   }
 
-  transient_owner owner_scope(core);
+  transient_owner owner_scope(core, true);
   if (!owner_scope.owns())
   {
     // This thread runs the io_context base while another thread runs the
@@ -308,8 +342,23 @@ TURNLOOP_DECL void loop_core::visit()
   {
     ++turns_;
 
-    // The loop's own queue: only the handlers that were ready when this turn
-    // began; what they post runs in a later turn.
+    // Cross-thread posts that have arrived join the loop's own queue behind
+    // the handlers already there (at most a turn's budget of them), so one
+    // FIFO is run and a nested run() sees the same order. Once in local_ they
+    // are covered by the turn's unit of work and stop counting as queued.
+    std::size_t taken = 0;
+    while (taken < per_turn)
+    {
+      operation* op = remote_.pop();
+      if (!op)
+        break;
+      local_.push_back(op);
+      ++taken;
+    }
+    retire_remote(taken);
+
+    // Only the handlers that were ready when this turn began: what they post
+    // runs in a later turn.
     for (std::size_t ready = local_.size(); ready != 0; --ready)
     {
       operation* op = local_.pop_front();
@@ -319,19 +368,6 @@ TURNLOOP_DECL void loop_core::visit()
       if (++ran >= limit || stop_requested_.load(std::memory_order_relaxed))
         return;
     }
-
-    // Cross-thread posts.
-    for (std::size_t budget = per_turn; budget != 0; --budget)
-    {
-      operation* op = remote_.pop();
-      if (!op)
-        break;
-      ++remote_taken_;
-      run_handler(op);
-      if (++ran >= limit || stop_requested_.load(std::memory_order_relaxed))
-        return;
-    }
-    retire_remote();
 
     // Back to the reactor when the queues are empty or this visit has used a
     // turn's budget, so I/O waits at most events_per_turn handlers.
@@ -359,34 +395,42 @@ TURNLOOP_DECL bool loop_core::has_work() const noexcept
 
 TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 {
-  return remote_.maybe_nonempty()
+  // Atomics only: the caller may not own the loop. remote_pending_ is
+  // counted before a post is pushed, so it covers pushes still in progress.
+  return remote_pending_.load(std::memory_order_seq_cst) != 0
     || remote_released_work_.load(std::memory_order_seq_cst) != 0;
 }
 
 // --- the reactor step ------------------------------------------------------------
+//
+// The scheduler runs the reactor on one thread at a time, so the park
+// handshake needs no loop ownership; only the loop-side bookkeeping after the
+// poll does. (When the loop is driven through io_context::run() on several
+// threads, the thread polling the reactor may not be the one running a turn.)
 
-TURNLOOP_DECL void loop_core::before_reactor_run(long& usec,
-    bool& parking) noexcept
+TURNLOOP_DECL bool loop_core::prepare_to_park(long& usec) noexcept
 {
   ++reactor_runs_;
-  reconcile_released_work();
   if (usec == 0)
-    return;
+    return false;
   park_state_.store(parked, std::memory_order_seq_cst);
   if (cross_thread_pending())
   {
     park_state_.store(awake, std::memory_order_relaxed);
     usec = 0;
-    return;
+    return false;
   }
-  parking = true;
   ++parks_;
+  return true;
 }
 
-TURNLOOP_DECL void loop_core::after_reactor_run(bool parking) noexcept
+TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
 {
-  if (parking)
+  if (parked_here)
     park_state_.store(awake, std::memory_order_seq_cst);
+  transient_owner owner(*this, false);
+  if (!owner.owns())
+    return; // the owner's visit, when it ends, takes what has arrived
   reconcile_released_work();
   if (!in_queue_ && active_visits_ == 0 && remote_.maybe_nonempty())
     enqueue_turn();
@@ -396,16 +440,9 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ops)
 {
-  loop_core::transient_owner owner(core_);
-  if (!owner.owns())
-  {
-    epoll_reactor::run(usec, ops);
-    return;
-  }
-  bool parking = false;
-  core_.before_reactor_run(usec, parking);
+  const bool parked_here = core_.prepare_to_park(usec);
   epoll_reactor::run(usec, ops);
-  core_.after_reactor_run(parking);
+  core_.after_reactor_run(parked_here);
 }
 
 // --- driving -------------------------------------------------------------------

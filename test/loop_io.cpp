@@ -1,0 +1,278 @@
+//
+// test/loop_io.cpp
+//
+// Stock Asio I/O objects run on a turnloop::loop in the loop's turn, on the
+// loop's thread, with no hidden thread; an idle loop uses no CPU; the reactor
+// is polled once per turn at most.
+//
+
+#include <turnloop/loop.hpp>
+
+#define BOOST_TEST_MODULE loop_io
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/system_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <csignal>
+#include <ctime>
+#include <thread>
+
+#include <unistd.h>
+
+#include "support.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using asio::ip::udp;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Records, for each completion, whether it ran on the thread running the loop.
+struct thread_check
+{
+  turnloop::loop& loop;
+  int completions = 0;
+  int off_thread = 0;
+
+  void operator()()
+  {
+    ++completions;
+    if (!loop.get_executor().running_in_this_thread())
+      ++off_thread;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(timers_complete_on_the_loop_thread_without_a_thread)
+{
+  const std::size_t threads_before = test::thread_count();
+  turnloop::loop l;
+  thread_check check{l};
+  asio::steady_timer steady(l, 1ms);
+  asio::system_timer system(l, 1ms);
+  steady.async_wait([&](boost::system::error_code ec) { BOOST_TEST(!ec); check(); });
+  system.async_wait([&](boost::system::error_code ec) { BOOST_TEST(!ec); check(); });
+  BOOST_TEST(l.run() == 2u);
+  BOOST_TEST(check.completions == 2);
+  BOOST_TEST(check.off_thread == 0);
+  BOOST_TEST(test::thread_count() == threads_before);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_timer_completes_with_operation_aborted)
+{
+  turnloop::loop l;
+  asio::steady_timer t(l, 1h);
+  boost::system::error_code result;
+  t.async_wait([&](boost::system::error_code ec) { result = ec; });
+  asio::post(l, [&] { t.cancel(); });
+  l.run();
+  BOOST_TEST(result == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(tcp_accept_connect_and_echo_run_on_the_loop_thread)
+{
+  const std::size_t threads_before = test::thread_count();
+  turnloop::loop l;
+  thread_check check{l};
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket server(l);
+  tcp::socket client(l);
+  std::array<char, 5> server_buf{};
+  std::array<char, 5> client_buf{};
+
+  acceptor.async_accept(server, [&](boost::system::error_code ec) {
+    BOOST_TEST(!ec);
+    check();
+    asio::async_read(server, asio::buffer(server_buf),
+        [&](boost::system::error_code ec, std::size_t n) {
+          BOOST_TEST(!ec);
+          check();
+          asio::async_write(server, asio::buffer(server_buf, n),
+              [&](boost::system::error_code ec, std::size_t) {
+                BOOST_TEST(!ec);
+                check();
+              });
+        });
+  });
+  client.async_connect(acceptor.local_endpoint(),
+      [&](boost::system::error_code ec) {
+        BOOST_TEST(!ec);
+        check();
+        asio::async_write(client, asio::buffer("hello", 5),
+            [&](boost::system::error_code ec, std::size_t) {
+              BOOST_TEST(!ec);
+              check();
+              asio::async_read(client, asio::buffer(client_buf),
+                  [&](boost::system::error_code ec, std::size_t) {
+                    BOOST_TEST(!ec);
+                    check();
+                  });
+            });
+      });
+  l.run();
+  BOOST_TEST(check.completions == 6);
+  BOOST_TEST(check.off_thread == 0);
+  BOOST_TEST(std::string(client_buf.data(), 5) == "hello");
+  BOOST_TEST(test::thread_count() == threads_before);
+}
+
+BOOST_AUTO_TEST_CASE(udp_send_and_receive_run_on_the_loop_thread)
+{
+  const std::size_t threads_before = test::thread_count();
+  turnloop::loop l;
+  thread_check check{l};
+  udp::socket receiver(l, {asio::ip::address_v4::loopback(), 0});
+  udp::socket sender(l, {asio::ip::address_v4::loopback(), 0});
+  std::array<char, 16> buf{};
+  udp::endpoint from;
+  receiver.async_receive_from(asio::buffer(buf), from,
+      [&](boost::system::error_code ec, std::size_t n) {
+        BOOST_TEST(!ec);
+        BOOST_TEST(n == 4u);
+        check();
+      });
+  sender.async_send_to(asio::buffer("ping", 4), receiver.local_endpoint(),
+      [&](boost::system::error_code ec, std::size_t) {
+        BOOST_TEST(!ec);
+        check();
+      });
+  l.run();
+  BOOST_TEST(check.completions == 2);
+  BOOST_TEST(check.off_thread == 0);
+  BOOST_TEST(from == sender.local_endpoint());
+  BOOST_TEST(test::thread_count() == threads_before);
+}
+
+BOOST_AUTO_TEST_CASE(signal_set_completes_on_the_loop_thread)
+{
+  const std::size_t threads_before = test::thread_count();
+  turnloop::loop l;
+  thread_check check{l};
+  asio::signal_set signals(l, SIGUSR1);
+  int received = 0;
+  signals.async_wait([&](boost::system::error_code ec, int signo) {
+    BOOST_TEST(!ec);
+    received = signo;
+    check();
+  });
+  asio::post(l, [] { ::raise(SIGUSR1); });
+  l.run();
+  BOOST_TEST(received == SIGUSR1);
+  BOOST_TEST(check.off_thread == 0);
+  BOOST_TEST(test::thread_count() == threads_before);
+}
+
+BOOST_AUTO_TEST_CASE(stream_descriptor_reads_a_pipe_on_the_loop_thread)
+{
+  const std::size_t threads_before = test::thread_count();
+  turnloop::loop l;
+  thread_check check{l};
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  asio::posix::stream_descriptor reader(l, fds[0]);
+  asio::posix::stream_descriptor writer(l, fds[1]);
+  std::array<char, 3> buf{};
+  asio::async_read(reader, asio::buffer(buf),
+      [&](boost::system::error_code ec, std::size_t n) {
+        BOOST_TEST(!ec);
+        BOOST_TEST(n == 3u);
+        check();
+      });
+  asio::async_write(writer, asio::buffer("abc", 3),
+      [&](boost::system::error_code ec, std::size_t) {
+        BOOST_TEST(!ec);
+        check();
+      });
+  l.run();
+  BOOST_TEST(check.completions == 2);
+  BOOST_TEST(check.off_thread == 0);
+  BOOST_TEST(std::string(buf.data(), 3) == "abc");
+  BOOST_TEST(test::thread_count() == threads_before);
+}
+
+BOOST_AUTO_TEST_CASE(the_resolver_adds_no_thread_beyond_what_stock_asio_adds)
+{
+  // Asio's asynchronous resolver runs getaddrinfo on a thread of its own on
+  // any context; the loop must add none of its own on top, and complete on
+  // the loop thread.
+  auto resolve_on = [](auto& context, auto&& check) {
+    const std::size_t before = test::thread_count();
+    tcp::resolver resolver(context);
+    std::size_t results = 0;
+    resolver.async_resolve("127.0.0.1", "80",
+        [&](boost::system::error_code ec, tcp::resolver::results_type r) {
+          BOOST_TEST(!ec);
+          results = r.size();
+          check();
+        });
+    context.run();
+    BOOST_TEST(results >= 1u);
+    return test::thread_count() - before;
+  };
+
+  asio::io_context stock;
+  const std::size_t stock_threads = resolve_on(stock, [] {});
+  turnloop::loop l;
+  thread_check check{l};
+  const std::size_t loop_threads = resolve_on(l, [&] { check(); });
+  BOOST_TEST(loop_threads == stock_threads);
+  BOOST_TEST(check.completions == 1);
+  BOOST_TEST(check.off_thread == 0);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_loop_with_a_far_timer_uses_no_cpu)
+{
+  // 300 ms of run_for with a timer 10 s away: the loop blocks in one
+  // epoll_wait instead of ticking or spinning.
+  turnloop::loop l;
+  asio::steady_timer far(l, 10s);
+  far.async_wait([](boost::system::error_code) {});
+  timespec cpu_before{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_before);
+  const auto start = std::chrono::steady_clock::now();
+  l.run_for(300ms);
+  const auto wall = std::chrono::steady_clock::now() - start;
+  timespec cpu_after{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_after);
+  const double cpu_ms = (cpu_after.tv_sec - cpu_before.tv_sec) * 1e3
+    + (cpu_after.tv_nsec - cpu_before.tv_nsec) / 1e6;
+  BOOST_TEST((wall >= 300ms));
+  BOOST_TEST(cpu_ms < 30.0);
+  BOOST_TEST(l.stats().reactor_runs <= 4u);
+}
+
+BOOST_AUTO_TEST_CASE(the_reactor_is_polled_once_per_turn_budget_not_per_handler)
+{
+  // 10000 chained posts while a socket exists. io_context polls epoll after
+  // every handler; the loop returns to the reactor once per events_per_turn
+  // handlers, and never blocks while handlers are ready.
+  turnloop::config c;
+  c.events_per_turn = 64;
+  turnloop::loop l(c);
+  tcp::socket socket(l);
+  socket.open(tcp::v4());
+  int remaining = 10000;
+  std::function<void()> chain = [&] {
+    if (--remaining > 0)
+      asio::post(l, chain);
+  };
+  asio::post(l, chain);
+  l.run();
+  const turnloop::loop_stats s = l.stats();
+  BOOST_TEST(remaining == 0);
+  BOOST_TEST(s.handlers_run == 10000u);
+  BOOST_TEST(s.reactor_runs <= 10000u / 64 + 3);
+  BOOST_TEST(s.os_waits == 0u);
+  BOOST_TEST(s.turns >= 10000u); // one handler ready per turn
+}
