@@ -15,6 +15,7 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
+#include <turnloop/detail/node_cache.hpp>
 #include <turnloop/detail/op_list.hpp>
 #include <turnloop/detail/operation.hpp>
 #include <turnloop/detail/remote_queue.hpp>
@@ -231,6 +232,7 @@ private:
 
   // Loop-thread state: touched only by the thread that owns the loop.
   op_list local_;
+  node_cache node_cache_;
   long local_work_ = 0;
   bool in_queue_ = false;          // turn_op_ is in the scheduler's queue
   unsigned active_visits_ = 0;     // visits on the stack, not suspended
@@ -242,11 +244,11 @@ private:
   std::uint64_t reactor_runs_ = 0;
   std::uint64_t parks_ = 0;
   std::size_t local_high_water_ = 0;
+  std::size_t remote_high_water_ = 0; // sampled by the loop, see retire_remote
 
   // Cross-thread state.
   remote_queue remote_;
   alignas(64) std::atomic<std::size_t> remote_pending_{0};
-  std::atomic<std::size_t> remote_high_water_{0};
   std::atomic<long> remote_released_work_{0};
   std::atomic<int> park_state_{awake};
   std::atomic<const void*> owner_thread_{nullptr};

@@ -2,8 +2,8 @@
 // turnloop/detail/operation.hpp
 //
 // The intrusive node every queued handler lives in, and the node that wraps a
-// posted function object. A post costs one allocation (the node, through the
-// handler's allocator) and no virtual call.
+// posted function object. A post costs one node (recycled on the loop
+// thread) and no virtual call.
 //
 
 #ifndef TURNLOOP_DETAIL_OPERATION_HPP
@@ -11,7 +11,7 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/recycling_allocator.hpp>
+#include <turnloop/detail/node_cache.hpp>
 
 #include <atomic>
 #include <memory>
@@ -24,20 +24,21 @@ namespace detail {
 class operation
 {
 public:
-  /// Runs the handler; the node is freed before the call.
-  void complete()
+  /// Runs the handler; the node is freed (into @p cache if it has room)
+  /// before the call. @p cache is the loop's, or null off the loop thread.
+  void complete(node_cache* cache)
   {
-    func_(this, true);
+    func_(this, cache, true);
   }
 
   /// Frees the node and the handler without running it.
-  void destroy() noexcept
+  void destroy(node_cache* cache) noexcept
   {
-    func_(this, false);
+    func_(this, cache, false);
   }
 
 protected:
-  using func_type = void (*)(operation*, bool invoke);
+  using func_type = void (*)(operation*, node_cache*, bool invoke);
 
   explicit operation(func_type func) noexcept
     : func_(func)
@@ -56,103 +57,119 @@ private:
   func_type func_;
 };
 
-// std::allocator means "no preference": use Asio's per-thread recycling cache,
-// as io_context does, so a warm loop allocates nothing per post.
-template <typename Allocator>
-struct node_allocator
+// How a node's memory is obtained. A user's allocator (from the executor's
+// allocator property) is used as given; std::allocator means "no
+// preference", and then the loop's node cache is used, as io_context uses
+// Asio's per-thread recycling cache. @p on_loop_thread says which side of the
+// cache the calling thread may use.
+template <typename Node, typename Allocator>
+struct node_memory
 {
-  template <typename T>
-  using rebind = typename std::allocator_traits<Allocator>::template
-    rebind_alloc<T>;
+  using allocator_type = typename std::allocator_traits<Allocator>::template
+    rebind_alloc<Node>;
 
-  template <typename T>
-  static rebind<T> make(const Allocator& a) noexcept
+  static void* allocate(const Allocator& a, node_cache&, bool)
   {
-    return rebind<T>(a);
+    allocator_type alloc(a);
+    return std::allocator_traits<allocator_type>::allocate(alloc, 1);
+  }
+
+  static void deallocate(const Allocator& a, node_cache*, void* p) noexcept
+  {
+    allocator_type alloc(a);
+    std::allocator_traits<allocator_type>::deallocate(alloc,
+        static_cast<Node*>(p), 1);
   }
 };
 
-template <typename T>
-struct node_allocator<std::allocator<T>>
+template <typename Node, typename T>
+  requires (alignof(Node) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__)
+struct node_memory<Node, std::allocator<T>>
 {
-  template <typename U>
-  using rebind = boost::asio::recycling_allocator<U>;
-
-  template <typename U>
-  static rebind<U> make(const std::allocator<T>&) noexcept
+  static void* allocate(const std::allocator<T>&, node_cache& cache,
+      bool on_loop_thread)
   {
-    return rebind<U>();
+    return on_loop_thread
+      ? cache.template allocate<sizeof(Node)>()
+      : cache.template allocate_elsewhere<sizeof(Node)>();
+  }
+
+  /// @p cache is the loop's on the loop thread, null elsewhere.
+  static void deallocate(const std::allocator<T>&, node_cache* cache,
+      void* p) noexcept
+  {
+    if (cache)
+      cache->template deallocate<sizeof(Node)>(p);
+    else
+      node_cache::deallocate_elsewhere(p);
   }
 };
 
 template <typename Function, typename Allocator>
 class function_operation final : public operation
 {
-public:
-  using allocator_type =
-    typename node_allocator<Allocator>::template rebind<function_operation>;
+  using memory = node_memory<function_operation, Allocator>;
 
+public:
+  /// Builds a node for @p f with memory from the loop's @p cache.
   template <typename F>
-  static function_operation* create(F&& f, const Allocator& a)
+  static function_operation* create(F&& f, const Allocator& a,
+      node_cache& cache, bool on_loop_thread)
   {
-    allocator_type alloc(node_allocator<Allocator>::template
-        make<function_operation>(a));
-    function_operation* p = std::allocator_traits<allocator_type>::allocate(
-        alloc, 1);
+    void* p = memory::allocate(a, cache, on_loop_thread);
     try
     {
-      return ::new (static_cast<void*>(p))
-        function_operation(std::forward<F>(f), alloc);
+      return ::new (p) function_operation(std::forward<F>(f), a);
     }
     catch (...)
     {
-      std::allocator_traits<allocator_type>::deallocate(alloc, p, 1);
+      memory::deallocate(a, on_loop_thread ? &cache : nullptr, p);
       throw;
     }
   }
 
 private:
   template <typename F>
-  function_operation(F&& f, const allocator_type& a)
+  function_operation(F&& f, const Allocator& a)
     : operation(&function_operation::do_complete),
       function_(std::forward<F>(f)),
       allocator_(a)
   {
   }
 
-  static void do_complete(operation* base, bool invoke)
+  static void do_complete(operation* base, node_cache* cache, bool invoke)
   {
     function_operation* self = static_cast<function_operation*>(base);
-    allocator_type alloc(self->allocator_);
 
     // Free the node before the upcall so the handler can reuse the memory
     // for the next operation it starts (Asio's rule for handler memory).
     struct release
     {
-      allocator_type& alloc;
       function_operation* node;
+      node_cache* cache;
       ~release()
       {
+        Allocator alloc(node->allocator_);
         node->~function_operation();
-        std::allocator_traits<allocator_type>::deallocate(alloc, node, 1);
+        memory::deallocate(alloc, cache, node);
       }
     };
 
     if (!invoke)
     {
-      release r{alloc, self};
+      release r{self, cache};
       return;
     }
 
     Function function(std::move(self->function_));
     {
-      release r{alloc, self};
+      release r{self, cache};
     }
     std::move(function)();
   }
 
   Function function_;
-  [[no_unique_address]] allocator_type allocator_;
+  [[no_unique_address]] Allocator allocator_;
 };
 
 } // namespace detail

@@ -84,7 +84,7 @@ private:
     {
     }
 
-    static void do_complete(operation*, bool) noexcept
+    static void do_complete(operation*, node_cache*, bool) noexcept
     {
     }
   };

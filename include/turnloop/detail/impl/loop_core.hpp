@@ -24,11 +24,13 @@ void loop_core::post(Function&& f, const Allocator& a)
     return;
 
   using op_type = function_operation<std::decay_t<Function>, Allocator>;
-  operation* op = op_type::create(std::forward<Function>(f), a);
   if (running_in_this_thread())
-    post_local(op);
+    post_local(op_type::create(std::forward<Function>(f), a, node_cache_, true));
   else
-    post_remote(op, false);
+  {
+    post_remote(op_type::create(std::forward<Function>(f), a, node_cache_,
+          false), false);
+  }
 }
 
 template <typename Function>
@@ -43,7 +45,7 @@ boost::system::error_code loop_core::try_post(Function&& f)
   if (running_in_this_thread())
   {
     post_local(op_type::create(std::forward<Function>(f),
-          std::allocator<void>()));
+          std::allocator<void>(), node_cache_, true));
     return {};
   }
 
@@ -65,7 +67,8 @@ boost::system::error_code loop_core::try_post(Function&& f)
   operation* op;
   try
   {
-    op = op_type::create(std::forward<Function>(f), std::allocator<void>());
+    op = op_type::create(std::forward<Function>(f), std::allocator<void>(),
+        node_cache_, false);
   }
   catch (...)
   {

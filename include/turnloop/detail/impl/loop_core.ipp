@@ -183,16 +183,8 @@ TURNLOOP_DECL void loop_core::post_remote(operation* op,
 {
   // Count before publishing, so the loop can never retire a post it has not
   // seen counted.
-  std::size_t queued = counted
-    ? remote_pending_.load(std::memory_order_relaxed)
-    : remote_pending_.fetch_add(1, std::memory_order_seq_cst) + 1;
-  if (!counted && queued == 1)
+  if (!counted && remote_pending_.fetch_add(1, std::memory_order_seq_cst) == 0)
     scheduler_.work_started();
-  std::size_t high = remote_high_water_.load(std::memory_order_relaxed);
-  while (queued > high && !remote_high_water_.compare_exchange_weak(
-        high, queued, std::memory_order_relaxed))
-  {
-  }
   remote_.push(op);
   notify();
 }
@@ -249,7 +241,14 @@ TURNLOOP_DECL void loop_core::retire_remote(std::size_t taken) noexcept
 {
   if (taken == 0)
     return;
-  if (remote_pending_.fetch_sub(taken, std::memory_order_acq_rel) == taken)
+  // The count only falls here, so its value just before each retirement is
+  // where every peak is: the high-water mark is exact without producers
+  // having to touch it.
+  const std::size_t queued = remote_pending_.fetch_sub(taken,
+      std::memory_order_acq_rel);
+  if (queued > remote_high_water_)
+    remote_high_water_ = queued;
+  if (queued == taken)
     scheduler_.work_finished();
 }
 
@@ -346,16 +345,19 @@ TURNLOOP_DECL void loop_core::visit()
     // the handlers already there (at most a turn's budget of them), so one
     // FIFO is run and a nested run() sees the same order. Once in local_ they
     // are covered by the turn's unit of work and stop counting as queued.
-    std::size_t taken = 0;
-    while (taken < per_turn)
+    if (remote_pending_.load(std::memory_order_relaxed) != 0)
     {
-      operation* op = remote_.pop();
-      if (!op)
-        break;
-      local_.push_back(op);
-      ++taken;
+      std::size_t taken = 0;
+      while (taken < per_turn)
+      {
+        operation* op = remote_.pop();
+        if (!op)
+          break;
+        local_.push_back(op);
+        ++taken;
+      }
+      retire_remote(taken);
     }
-    retire_remote(taken);
 
     // Only the handlers that were ready when this turn began: what they post
     // runs in a later turn.
@@ -379,7 +381,7 @@ TURNLOOP_DECL void loop_core::visit()
 TURNLOOP_DECL void loop_core::run_handler(operation* op)
 {
   ++handlers_run_;
-  op->complete();
+  op->complete(&node_cache_);
   if (pending_exception_)
   {
     std::exception_ptr e = std::move(pending_exception_);
@@ -426,8 +428,14 @@ TURNLOOP_DECL bool loop_core::prepare_to_park(long& usec) noexcept
 
 TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
 {
+  // Relaxed is enough: a poster that still reads "parked" only makes one
+  // spare wake, and before blocking again prepare_to_park re-checks with a
+  // sequentially consistent handshake.
   if (parked_here)
-    park_state_.store(awake, std::memory_order_seq_cst);
+    park_state_.store(awake, std::memory_order_relaxed);
+  if (remote_pending_.load(std::memory_order_relaxed) == 0
+      && remote_released_work_.load(std::memory_order_relaxed) == 0)
+    return;
   transient_owner owner(*this, false);
   if (!owner.owns())
     return; // the owner's visit, when it ends, takes what has arrived
@@ -530,7 +538,8 @@ TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
   s.local_queued = local_.size();
   s.local_queued_high_water = local_high_water_;
   s.posts_queued = remote_pending_.load(std::memory_order_relaxed);
-  s.posts_queued_high_water = remote_high_water_.load(std::memory_order_relaxed);
+  s.posts_queued_high_water = remote_high_water_ > s.posts_queued
+    ? remote_high_water_ : s.posts_queued;
   s.posts_refused = refused_posts_.load(std::memory_order_relaxed);
 }
 
@@ -547,9 +556,9 @@ TURNLOOP_DECL void loop_core::drain() noexcept
   // frames it awaited), but nothing is queued after begin_shutdown(), so one
   // pass over each queue empties it.
   while (operation* op = local_.pop_front())
-    op->destroy();
+    op->destroy(&node_cache_);
   while (operation* op = remote_.pop())
-    op->destroy();
+    op->destroy(&node_cache_);
 }
 
 TURNLOOP_DECL void loop_core::services_destroyed() noexcept
