@@ -1,0 +1,48 @@
+//
+// bench/support/process.cpp
+//
+
+#include "process.hpp"
+
+#include <cstdlib>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace bench {
+
+resident_set resident() noexcept
+{
+  resident_set r;
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return r;
+  char text[128];
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0)
+    return r;
+  text[n] = '\0';
+  // Fields, in pages: size resident shared(file-backed) text lib data dt.
+  char* p = text;
+  std::strtoll(p, &p, 10);
+  const long long resident_pages = std::strtoll(p, &p, 10);
+  const long long shared_pages = std::strtoll(p, &p, 10);
+  const long long kib_per_page = ::sysconf(_SC_PAGESIZE) / 1024;
+  r.total_kib = resident_pages * kib_per_page;
+  r.anonymous_kib = (resident_pages - shared_pages) * kib_per_page;
+  return r;
+}
+
+void raise_descriptor_limit() noexcept
+{
+  rlimit limit;
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max)
+  {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+} // namespace bench
