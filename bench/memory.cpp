@@ -6,7 +6,7 @@
 // what an idle keep-alive connection costs a server (resident set slope
 // between 0 and N accepted connections, each with a read pending).
 //
-//   memory idle --side <side> [--config <turnloop config>]
+//   memory idle --side <side> [--config <turnloop config>] [--reactor 1]
 //   memory idle_connections --side <side> --connections <n> [--buffer <bytes>]
 //   memory idle_connections_pooled --side turnloop --connections <n>
 //
@@ -20,6 +20,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,17 +48,25 @@ using boost::system::error_code;
 
 namespace {
 
+// io_context creates its reactor with the first I/O object, turnloop in its
+// constructor; --reactor 1 constructs a timer first, so an io_context row
+// can be compared with the reactor included.
 struct idle_context
 {
   template <typename Maker>
-  bench::result operator()(const Maker& make, const bench::options&,
+  bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
+    const bool with_reactor = o.number("reactor", 0) != 0;
     bool ran = false;
+    const bool prefaulted = bench::prefault_mapped_files();
     r.begin();
     bench::start_counting_allocations();
     const bench::resident_set before = bench::resident();
     auto ctx = make();
+    std::optional<asio::steady_timer> reactor_user;
+    if (with_reactor)
+      reactor_user.emplace(*ctx);
     asio::post(*ctx, [&ran] { ran = true; });
     ctx->run();
     const bench::resident_set after = bench::resident();
@@ -72,7 +82,8 @@ struct idle_context
       {"resident_kib", double(after.total_kib - before.total_kib)},
       {"anonymous_kib", double(after.anonymous_kib - before.anonymous_kib)},
       {"heap_kib", double(heap.net_bytes) / 1024.0}};
-    res.details = {{"heap_allocations", double(heap.allocations)}};
+    res.details = {{"heap_allocations", double(heap.allocations)},
+      {"code_prefaulted", prefaulted ? 1.0 : 0.0}};
     res.checked = "one context constructed and one posted handler ran";
     return res;
   }
@@ -199,6 +210,8 @@ struct idle_connections
   {
     const std::size_t n = o.number("connections", 8000);
     const std::size_t buffer_size = o.number("buffer", 16 * 1024);
+    if (n == 0)
+      return bench::result::failed("--connections must be at least 1");
     auto ctx = make();
     idle_server server(*ctx, n, buffer_size);
     client_process clients;
@@ -211,6 +224,7 @@ struct idle_connections
 
     // The baseline is taken from a handler, so everything a running
     // context has (thread-local caches, the pending accept) is already in it.
+    bench::prefault_mapped_files();
     asio::post(*ctx, [&] {
       r.begin();
       bench::start_counting_allocations();

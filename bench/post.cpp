@@ -139,6 +139,8 @@ struct cross_thread
     const unsigned producers = static_cast<unsigned>(o.number("producers", 1));
     const std::uint64_t per_producer = o.number("ops", 1'000'000);
     const std::uint64_t total = producers * per_producer;
+    if (total == 0)
+      return bench::result::failed("--producers and --ops must be at least 1");
     auto ctx = make();
 
     run_cross_thread(*ctx, producers, per_producer / 10 + 1, nullptr);

@@ -84,8 +84,8 @@ def timing_table(rows):
 
 
 def memory_table(rows):
-    headers = ["context", "config", "resident KiB", "anonymous KiB", "heap KiB",
-               "cv % (resident)"]
+    headers = ["context", "config", "resident KiB", "resident min–max",
+               "anonymous KiB", "heap KiB"]
     body = []
     for row in rows:
         def value(metric, digits):
@@ -95,8 +95,9 @@ def memory_table(rows):
             return "—" if entry is None else f"{entry['median']:.{digits}f}"
         resident = row["metrics"].get("resident_kib")
         body.append([row["context"], row["config"], value("resident_kib", 0),
-                     value("anonymous_kib", 0), value("heap_kib", 2),
-                     "—" if resident is None else f"{100 * resident['cv']:.1f}"])
+                     "—" if resident is None
+                     else f"{resident['min']:.0f}–{resident['max']:.0f}",
+                     value("anonymous_kib", 0), value("heap_kib", 2)])
     return render_table(headers, body)
 
 

@@ -188,19 +188,17 @@ WORKLOADS = [
              "the same with pooled reads (turnloop only)"),
 ]
 
-# The idle-context rows: (context column, turnloop config or None, side).
+# The idle-context rows: (context column, config column, side, arguments).
+# turnloop builds its reactor in its constructor, io_context with the first
+# I/O object: the "+ steady_timer" row includes it for comparison.
 IDLE_ROWS = [
-    ("io_context", "—", "io_context"),
-    ("io_context(1)", "—", "io_context_1"),
-    ("turnloop", "default", "turnloop"),
-    ("turnloop", "net", "turnloop"),
-    ("turnloop", "net_max_handles_1", "turnloop"),
-    ("turnloop", "net_max_operations_1", "turnloop"),
-    ("turnloop", "net_pooled_buffers_0", "turnloop"),
-    ("turnloop", "net_post_capacity_1", "turnloop"),
-    ("turnloop", "net_all_minimised", "turnloop"),
-    ("turnloop", "default_pooled_buffers_0", "turnloop"),
-]
+    ("io_context", "—", "io_context", []),
+    ("io_context(1)", "—", "io_context_1", []),
+    ("io_context(1)", "+ steady_timer (reactor)", "io_context_1", ["--reactor", "1"]),
+] + [("turnloop", config, "turnloop", ["--config", config]) for config in (
+    "default", "net", "net_max_handles_1", "net_max_operations_1",
+    "net_pooled_buffers_0", "net_post_capacity_1", "net_all_minimised",
+    "default_pooled_buffers_0")]
 
 MODES = {"quick": {"runs": 3, "allocation_runs": 1},
          "full": {"runs": 7, "allocation_runs": 3}}
@@ -327,11 +325,8 @@ def run_idle_memory(rounds, raw):
     program = os.path.join(PROGRAMS, "memory")
     measured = {i: [] for i in range(len(IDLE_ROWS))}
     for r in range(rounds + 1):
-        for i, (_, config, side) in enumerate(IDLE_ROWS):
-            cmd = [program, "idle", "--side", side]
-            if side == "turnloop":
-                cmd += ["--config", config]
-            result = run_child(cmd)
+        for i, (_, config, side, extra) in enumerate(IDLE_ROWS):
+            result = run_child([program, "idle", "--side", side] + extra)
             raw.append({"workload": "memory_idle", "config": config, "round": r,
                         "warmup": r == 0, **result})
             if r > 0 or result.get("status") != "ok":
@@ -339,7 +334,7 @@ def run_idle_memory(rounds, raw):
         progress(f"  memory_idle {'warm-up' if r == 0 else f'run {r}/{rounds}'}: "
                  f"{len(IDLE_ROWS)} contexts measured")
     rows = []
-    for i, (context, config, side) in enumerate(IDLE_ROWS):
+    for i, (context, config, side, _) in enumerate(IDLE_ROWS):
         results = measured[i]
         failed = [x for x in results if x.get("status") != "ok"]
         row = {"context": context, "config": config, "side": side, "metrics": {}}
@@ -474,7 +469,8 @@ def main_timed(args):
     if idle_rows:
         print()
         print("Idle context: growth across constructing one context and running "
-              "one empty turn, one context per process (median).")
+              "one empty turn, one context per process, the program's code "
+              "prefaulted first (median).")
         print()
         print(report.memory_table(idle_rows))
     if memory_rows:
@@ -486,12 +482,13 @@ def main_timed(args):
               f"(median of {allocation_runs})")
         print()
         print(report.allocation_table(allocation_rows))
-    failures = [(r["name"], s, e["failure"]) for r in rows + allocation_rows
-                for s, e in r["sides"].items() if e.get("failure")]
-    failures += [(r["context"] + " " + r["config"], r["side"], r["failure"])
-                 for r in idle_rows if r.get("failure")]
+    failures = {(r.get("workload", r["name"]), s, e["failure"])
+                for r in rows + allocation_rows
+                for s, e in r["sides"].items() if e.get("failure")}
+    failures |= {(f"memory_idle {r['context']} {r['config']}", r["side"],
+                  r["failure"]) for r in idle_rows if r.get("failure")}
     print()
-    for name, side, why in failures:
+    for name, side, why in sorted(failures):
         print(f"FAILED {name} on {side}: {why}")
     print(f"results: {base}.json" + (f", chart: {base}.svg" if chart else ""))
     print(f"elapsed: {elapsed:.1f} s")

@@ -545,6 +545,9 @@ struct accept_churn
   {
     const std::uint64_t n = o.number("connections", 20'000);
     const std::size_t concurrency = o.number("concurrency", 32);
+    if (n == 0 || concurrency == 0)
+      return bench::result::failed(
+          "--connections and --concurrency must be at least 1");
     auto server_ctx = make();
     auto client_ctx = make();
     churn_server server(*server_ctx, n);

@@ -209,6 +209,8 @@ struct million
   {
     using clock = std::chrono::steady_clock;
     const std::uint64_t n = o.number("timers", 1'000'000);
+    if (n == 0)
+      return bench::result::failed("--timers must be at least 1");
     // An odd stride coprime with n scrambles 0..n-1 into a permutation.
     std::uint64_t stride = 7919;
     while (n % stride == 0)

@@ -4,11 +4,17 @@
 
 #include "process.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#if !defined(MADV_POPULATE_READ)
+# define MADV_POPULATE_READ 22
+#endif // !defined(MADV_POPULATE_READ)
 
 namespace bench {
 
@@ -33,6 +39,31 @@ resident_set resident() noexcept
   r.total_kib = resident_pages * kib_per_page;
   r.anonymous_kib = (resident_pages - shared_pages) * kib_per_page;
   return r;
+}
+
+bool prefault_mapped_files() noexcept
+{
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps)
+    return false;
+  bool all = true;
+  char line[512];
+  while (std::fgets(line, sizeof line, maps))
+  {
+    // start-end perms offset dev inode path; inode 0 means anonymous.
+    unsigned long start = 0;
+    unsigned long end = 0;
+    char perms[8] = {};
+    unsigned long inode = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %lu", &start, &end, perms,
+          &inode) != 4 || inode == 0 || perms[0] != 'r')
+      continue;
+    if (::madvise(reinterpret_cast<void*>(start), end - start,
+          MADV_POPULATE_READ) != 0)
+      all = false;
+  }
+  std::fclose(maps);
+  return all;
 }
 
 void raise_descriptor_limit() noexcept

@@ -26,6 +26,12 @@ struct resident_set
 /// allocations are counted. Fields are -1 if statm cannot be read.
 resident_set resident() noexcept;
 
+/// Maps in every page of every file this process has mapped (the program,
+/// its libraries), so that later growth of the resident set is memory the
+/// process allocated rather than code touched for the first time. Needs
+/// MADV_POPULATE_READ (Linux 5.14); returns false where it is missing.
+bool prefault_mapped_files() noexcept;
+
 /// Raises RLIMIT_NOFILE's soft limit to the hard limit: the TCP workloads
 /// hold thousands of descriptors.
 void raise_descriptor_limit() noexcept;
