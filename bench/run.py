@@ -230,6 +230,8 @@ def run_child(cmd, prefix=()):
                               text=True, timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {"status": "failed", "failure": f"timed out after {CHILD_TIMEOUT_S} s"}
+    except OSError as e:
+        return {"status": "failed", "failure": f"cannot run {cmd[0]}: {e}"}
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     try:
         result = json.loads(lines[-1])
@@ -252,8 +254,9 @@ def brief(result, metric):
     return f"{value:.{metric.digits}f} {metric.unit}"
 
 
-def side_entries(results_by_side, metric_key, scale, sides):
-    """Per side: the measured values of one metric, or why there are none."""
+def side_entries(results_by_side, value_of, sides):
+    """Per side: the values value_of(result) of its runs, or why there are
+    none."""
     entries = {}
     for side in sides:
         results = results_by_side[side]
@@ -264,7 +267,7 @@ def side_entries(results_by_side, metric_key, scale, sides):
         elif pending:
             entries[side] = {"pending": pending[0]["pending"]}
         else:
-            values = [r["metrics"][metric_key] * scale for r in results]
+            values = [value_of(r) for r in results]
             entries[side] = {"values": values, "summary": report.summarise(values)}
             instr = [r["instructions_per_op"] for r in results
                      if "instructions_per_op" in r]
@@ -296,7 +299,8 @@ def run_workload(w, mode, rounds, raw):
         row = {"name": m.label, "workload": w.name, "unit": m.unit,
                "better": m.better, "digits": m.digits,
                "description": w.description,
-               "sides": side_entries(measured, m.key, m.scale, sides)}
+               "sides": side_entries(
+                   measured, lambda r, m=m: r["metrics"][m.key] * m.scale, sides)}
         row["ratio_io_context"] = report.ratio(row, "io_context")
         row["ratio_io_context_1"] = report.ratio(row, "io_context_1")
         rows.append(row)
@@ -313,12 +317,8 @@ def run_allocations(w, mode, rounds, raw):
                      if result.get("status") == "ok" else brief(result, w.metrics[0]))
             progress(f"  {w.name:<32} {side:<13} allocs    {shown}")
             measured[side].append(result)
-    for side in report.SIDES:
-        for r in measured[side]:
-            if r.get("status") == "ok":
-                r["metrics"]["allocations_per_op"] = r["allocations_per_op"]
     return {"name": w.name, "sides": side_entries(
-        measured, "allocations_per_op", 1.0, report.SIDES)}
+        measured, lambda r: r["allocations_per_op"], report.SIDES)}
 
 
 def run_idle_memory(rounds, raw):
@@ -530,15 +530,15 @@ def main_callgrind(args):
                 if total is None:
                     result = {"status": "failed", "failure": "no callgrind totals"}
                 else:
-                    result["metrics"] = {"ir_per_op": total / result["ops"]}
+                    result["ir_per_op"] = total / result["ops"]
             raw.append({"workload": w.name, **result})
-            shown = (f"{result['metrics']['ir_per_op']:.1f} Ir/op"
+            shown = (f"{result['ir_per_op']:.1f} Ir/op"
                      if result.get("status") == "ok"
                      else result.get("pending") or result.get("failure"))
             progress(f"  {w.name:<32} {side:<13} {shown}")
             measured[side].append(result)
         row = {"name": w.name, "sides": side_entries(
-            measured, "ir_per_op", 1.0, report.SIDES)}
+            measured, lambda r: r["ir_per_op"], report.SIDES)}
         row["ratio_io_context"] = report.ratio(row, "io_context")
         row["ratio_io_context_1"] = report.ratio(row, "io_context_1")
         rows.append(row)

@@ -277,6 +277,20 @@ void run_both(Context& server_ctx, Context& client_ctx)
   client.join();
 }
 
+// Starts one server and one client session per connected pair, then runs
+// both contexts until every session has ended.
+template <typename Context, typename Server, typename Client>
+void run_sessions(Context& server_ctx, Context& client_ctx,
+    std::vector<std::unique_ptr<Server>>& servers,
+    std::vector<std::unique_ptr<Client>>& clients)
+{
+  for (auto& s : servers)
+    s->start();
+  for (auto& c : clients)
+    c->start();
+  run_both(server_ctx, client_ctx);
+}
+
 double percentile_us(std::vector<std::int64_t>& samples, double fraction)
 {
   const std::size_t i = std::min(samples.size() - 1,
@@ -363,11 +377,7 @@ struct echo
             warmup + per_connection, fleet));
     }
 
-    for (auto& s : servers)
-      s->start();
-    for (auto& c : clients)
-      c->start();
-    run_both(*server_ctx, *client_ctx);
+    run_sessions(*server_ctx, *client_ctx, servers, clients);
 
     const std::uint64_t messages = connections * (warmup + per_connection);
     std::uint64_t done = 0;
@@ -739,11 +749,7 @@ struct http
             warmup + per_connection, fleet));
     }
 
-    for (auto& s : servers)
-      s->start();
-    for (auto& c : clients)
-      c->start();
-    run_both(*server_ctx, *client_ctx);
+    run_sessions(*server_ctx, *client_ctx, servers, clients);
 
     const std::uint64_t requests = connections * (warmup + per_connection);
     std::uint64_t served = 0;
