@@ -1,0 +1,213 @@
+//
+// bench/post.cpp
+//
+// Posting handlers: chained local posts, the same with a live reactor,
+// cross-thread posts from producer threads, and co_await post round trips.
+//
+
+#include "support/driver.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+
+namespace {
+
+// Each handler posts the next, so exactly one is queued at a time: the cost
+// measured is one post plus one dispatch.
+template <typename Context>
+struct chain_state
+{
+  Context& ctx;
+  std::uint64_t target;
+  std::uint64_t ran = 0;
+};
+
+template <typename Context>
+struct chain_step
+{
+  chain_state<Context>* state;
+
+  void operator()() const
+  {
+    if (++state->ran < state->target)
+      asio::post(state->ctx, chain_step{state});
+  }
+};
+
+template <typename Context>
+std::uint64_t run_chain(Context& ctx, std::uint64_t n)
+{
+  chain_state<Context> state{ctx, n};
+  asio::post(ctx, chain_step<Context>{&state});
+  ctx.run();
+  ctx.restart();
+  return state.ran;
+}
+
+struct chain
+{
+  // With a reactor in the context, io_context's scheduler polls it
+  // (epoll_wait with timeout 0) between every two handlers; turnloop polls
+  // it once per turn. A timer that is never armed is enough to create it.
+  bool with_reactor;
+
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::uint64_t n = o.number("ops", 10'000'000);
+    auto ctx = make();
+    std::optional<asio::steady_timer> reactor_user;
+    if (with_reactor)
+      reactor_user.emplace(*ctx);
+
+    run_chain(*ctx, n / 10 + 1); // warm-up: handler memory caches, branch history
+    r.begin();
+    const std::uint64_t ran = run_chain(*ctx, n);
+    r.end();
+
+    if (ran != n)
+      return bench::result::failed(std::to_string(ran) + " of "
+          + std::to_string(n) + " chained handlers ran");
+    bench::result res;
+    res.ops = n;
+    res.metrics = {{"posts_per_s", double(n) / r.seconds()}};
+    res.checked = std::to_string(n) + " chained handlers ran";
+    bench::add_loop_stats(res, *ctx);
+    return res;
+  }
+};
+
+// Producers wait on a flag so that starting threads is not timed; the loop
+// keeps a work guard until the last post has arrived.
+template <typename Context>
+std::uint64_t run_cross_thread(Context& ctx, unsigned producers,
+    std::uint64_t per_producer, bench::region* r)
+{
+  const std::uint64_t total = producers * per_producer;
+  std::uint64_t arrived = 0;
+  auto guard = asio::make_work_guard(ctx);
+  std::atomic<bool> go{false};
+
+  std::vector<std::thread> threads;
+  for (unsigned p = 0; p != producers; ++p)
+  {
+    threads.emplace_back([&] {
+      while (!go.load(std::memory_order_acquire))
+        std::this_thread::yield();
+      for (std::uint64_t i = 0; i != per_producer; ++i)
+      {
+        asio::post(ctx, [&arrived, &guard, total] {
+          if (++arrived == total)
+            guard.reset();
+        });
+      }
+    });
+  }
+
+  if (r)
+    r->begin();
+  go.store(true, std::memory_order_release);
+  ctx.run();
+  for (std::thread& t : threads)
+    t.join();
+  if (r)
+    r->end();
+  ctx.restart();
+  return arrived;
+}
+
+struct cross_thread
+{
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const unsigned producers = static_cast<unsigned>(o.number("producers", 1));
+    const std::uint64_t per_producer = o.number("ops", 1'000'000);
+    const std::uint64_t total = producers * per_producer;
+    if (total == 0)
+      return bench::result::failed("--producers and --ops must be at least 1");
+    auto ctx = make();
+
+    run_cross_thread(*ctx, producers, per_producer / 10 + 1, nullptr);
+    const std::uint64_t arrived = run_cross_thread(*ctx, producers,
+        per_producer, &r);
+
+    if (arrived != total)
+      return bench::result::failed(std::to_string(arrived) + " of "
+          + std::to_string(total) + " cross-thread posts arrived");
+    bench::result res;
+    res.ops = total;
+    res.metrics = {{"posts_per_s", double(total) / r.seconds()}};
+    res.checked = std::to_string(total) + " posts from "
+      + std::to_string(producers) + " threads arrived";
+    bench::add_loop_stats(res, *ctx);
+    return res;
+  }
+};
+
+asio::awaitable<void> post_round_trips(std::uint64_t warmup, std::uint64_t n,
+    bench::region& r, std::uint64_t& done)
+{
+  const auto ex = co_await asio::this_coro::executor;
+  for (std::uint64_t i = 0; i != warmup; ++i)
+    co_await asio::post(ex, asio::use_awaitable);
+  r.begin();
+  for (std::uint64_t i = 0; i != n; ++i)
+  {
+    co_await asio::post(ex, asio::use_awaitable);
+    ++done;
+  }
+  r.end();
+}
+
+struct coroutine_post
+{
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::uint64_t n = o.number("ops", 2'000'000);
+    std::uint64_t done = 0;
+    auto ctx = make();
+    asio::co_spawn(*ctx, post_round_trips(n / 10 + 1, n, r, done),
+        asio::detached);
+    ctx->run();
+
+    if (done != n)
+      return bench::result::failed(std::to_string(done) + " of "
+          + std::to_string(n) + " co_await post round trips completed");
+    bench::result res;
+    res.ops = n;
+    res.metrics = {{"ns_per_round_trip", r.seconds() * 1e9 / double(n)}};
+    res.checked = std::to_string(n) + " round trips resumed the coroutine";
+    bench::add_loop_stats(res, *ctx);
+    return res;
+  }
+};
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  return bench::run_program(argc, argv, {
+    {"chain", bench::on_each_side(chain{false})},
+    {"chain_reactor", bench::on_each_side(chain{true})},
+    {"cross_thread", bench::on_each_side(cross_thread{})},
+    {"coroutine", bench::on_each_side(coroutine_post{})},
+  });
+}

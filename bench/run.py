@@ -1,0 +1,575 @@
+#!/usr/bin/env python3
+"""Runs turnloop's side-by-side benchmarks and reports them.
+
+Every workload runs the same templated code on three sides: io_context
+(default constructor), io_context(1) and turnloop::loop. Each measurement is
+a fresh child process (stage/bench/<program>). Sides are interleaved,
+A B C A B C ..., so that drift of a shared machine falls on all of them; the
+first round is a warm-up and is discarded. Reported: the median of each
+side, turnloop's ratio to both io_context sides, and the coefficient of
+variation as the noise estimate. Raw values go to bench/results/*.json, the
+ratios to an SVG chart. bench/run.sh builds the programs first.
+
+  run.py [--quick | --full] [--only <names>]   timed, memory and allocation rows
+  run.py --callgrind <names>                   instructions per op, under callgrind
+
+<names> is a comma-separated list of workload names or families (post, timer,
+tcp, blocking, memory).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import report
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROGRAMS = os.path.join(ROOT, "stage", "bench")
+RESULTS = os.path.join(ROOT, "bench", "results")
+CHILD_TIMEOUT_S = 600
+
+
+@dataclass
+class Metric:
+    key: str            # name in the child's "metrics"
+    label: str          # row name in the table
+    unit: str
+    scale: float        # table value = metric * scale
+    better: str         # "higher" or "lower"
+    digits: int = 2
+
+
+@dataclass
+class Workload:
+    name: str
+    family: str
+    program: str
+    subcommand: str
+    sizes: dict         # mode ("quick", "full", "callgrind") -> parameters
+    metrics: list
+    description: str
+    count_allocations: bool = False
+    args: dict = field(default_factory=dict)  # fixed parameters
+
+
+def per_s(key, label, unit, scale):
+    return Metric(key, label, unit, scale, "higher")
+
+
+WORKLOADS = [
+    Workload("post_chain", "post", "post", "chain",
+             {"quick": {"ops": 1_000_000}, "full": {"ops": 10_000_000},
+              "callgrind": {"ops": 100_000}},
+             [per_s("posts_per_s", "post_chain", "M posts/s", 1e-6)],
+             "chained local posts, each handler posts the next",
+             count_allocations=True),
+    Workload("post_chain_reactor", "post", "post", "chain_reactor",
+             {"quick": {"ops": 500_000}, "full": {"ops": 5_000_000},
+              "callgrind": {"ops": 100_000}},
+             [per_s("posts_per_s", "post_chain_reactor", "M posts/s", 1e-6)],
+             "the same with a reactor in the context (a steady_timer exists)",
+             count_allocations=True),
+    Workload("post_cross_thread_1", "post", "post", "cross_thread",
+             {"quick": {"ops": 200_000}, "full": {"ops": 2_000_000},
+              "callgrind": {"ops": 50_000}},
+             [per_s("posts_per_s", "post_cross_thread_1", "M posts/s", 1e-6)],
+             "posts from 1 producer thread, end to end",
+             count_allocations=True, args={"producers": 1}),
+    Workload("post_cross_thread_4", "post", "post", "cross_thread",
+             {"quick": {"ops": 50_000}, "full": {"ops": 500_000},
+              "callgrind": {"ops": 12_500}},
+             [per_s("posts_per_s", "post_cross_thread_4", "M posts/s", 1e-6)],
+             "posts from 4 producer threads (N each), end to end",
+             args={"producers": 4}),
+    Workload("post_coroutine", "post", "post", "coroutine",
+             {"quick": {"ops": 500_000}, "full": {"ops": 5_000_000},
+              "callgrind": {"ops": 50_000}},
+             [Metric("ns_per_round_trip", "post_coroutine", "ns/round trip", 1,
+                     "lower", 1)],
+             "co_await post(ex, use_awaitable) in a coroutine",
+             count_allocations=True),
+    Workload("timer_chain", "timer", "timers", "chain",
+             {"quick": {"ops": 5_000}, "full": {"ops": 50_000},
+              "callgrind": {"ops": 5_000}},
+             [per_s("waits_per_s", "timer_chain", "k waits/s", 1e-3)],
+             "one steady_timer re-armed with expires_after(0) from its handler",
+             count_allocations=True),
+    Workload("timer_arm_cancel", "timer", "timers", "arm_cancel",
+             {"quick": {"rounds": 500}, "full": {"rounds": 5_000},
+              "callgrind": {"rounds": 50}},
+             [per_s("arm_cancels_per_s", "timer_arm_cancel", "M ops/s", 1e-6)],
+             "1000 timers armed an hour ahead and cancelled, round after round",
+             count_allocations=True, args={"timers": 1000}),
+    Workload("timer_million", "timer", "timers", "million",
+             {"quick": {"timers": 100_000}, "full": {"timers": 1_000_000},
+              "callgrind": {"timers": 20_000}},
+             [Metric("insert_ns_per_timer", "timer_million insert",
+                     "ns/timer", 1, "lower", 1),
+              Metric("dispatch_ns_per_timer", "timer_million dispatch",
+                     "ns/timer", 1, "lower", 1),
+              Metric("cleanup_ns_per_timer", "timer_million cleanup",
+                     "ns/timer", 1, "lower", 1)],
+             "timers with distinct, scrambled deadlines: insert, dispatch, "
+             "cleanup"),
+    Workload("tcp_ping_pong", "tcp", "tcp", "ping_pong",
+             {"quick": {"round_trips": 10_000}, "full": {"round_trips": 100_000},
+              "callgrind": {"round_trips": 5_000}},
+             [Metric("round_trip_median_us", "tcp_ping_pong median", "µs/round trip",
+                     1, "lower"),
+              Metric("round_trip_p99_us", "tcp_ping_pong p99", "µs/round trip",
+                     1, "lower")],
+             "64-byte ping-pong, 1 connection, client and server on one context",
+             count_allocations=True),
+    Workload("tcp_ping_pong_threads", "tcp", "tcp", "ping_pong_threads",
+             {"quick": {"round_trips": 2_000}, "full": {"round_trips": 30_000},
+              "callgrind": {"round_trips": 2_000}},
+             [Metric("round_trip_median_us", "tcp_ping_pong_threads median",
+                     "µs/round trip", 1, "lower"),
+              Metric("round_trip_p99_us", "tcp_ping_pong_threads p99",
+                     "µs/round trip", 1, "lower")],
+             "the same, client on a second thread with its own context"),
+    Workload("tcp_echo", "tcp", "tcp", "echo",
+             {"quick": {"messages": 100}, "full": {"messages": 1_000},
+              "callgrind": {"messages": 50}},
+             [per_s("messages_per_s", "tcp_echo", "k msgs/s", 1e-3)],
+             "64 connections, 1 KiB messages echoed, clients on a second thread",
+             count_allocations=True, args={"connections": 64, "bytes": 1024}),
+    Workload("tcp_accept_churn", "tcp", "tcp", "accept_churn",
+             {"quick": {"connections": 2_000}, "full": {"connections": 20_000},
+              "callgrind": {"connections": 1_000}},
+             [per_s("accepts_per_s", "tcp_accept_churn", "k accepts/s", 1e-3)],
+             "connect, write, read, close; 32 clients at a time",
+             count_allocations=True, args={"concurrency": 32}),
+    Workload("tcp_http", "tcp", "tcp", "http",
+             {"quick": {"requests": 100}, "full": {"requests": 1_000},
+              "callgrind": {"requests": 50}},
+             [per_s("requests_per_s", "tcp_http", "k requests/s", 1e-3)],
+             "HTTP/1.1 keep-alive request/response, 64 connections",
+             count_allocations=True, args={"connections": 64}),
+    Workload("blocking_no_op_1", "blocking", "blocking", "no_op",
+             {"quick": {"jobs": 5_000}, "full": {"jobs": 50_000},
+              "callgrind": {"jobs": 2_000}},
+             [per_s("jobs_per_s", "blocking_no_op_1", "k jobs/s", 1e-3)],
+             "no-op job round trip through a thread pool, 1 in flight",
+             args={"concurrency": 1}),
+    Workload("blocking_no_op_32", "blocking", "blocking", "no_op",
+             {"quick": {"jobs": 20_000}, "full": {"jobs": 200_000},
+              "callgrind": {"jobs": 5_000}},
+             [per_s("jobs_per_s", "blocking_no_op_32", "k jobs/s", 1e-3)],
+             "the same, 32 in flight", args={"concurrency": 32}),
+    Workload("blocking_stat_32", "blocking", "blocking", "stat",
+             {"quick": {"jobs": 10_000}, "full": {"jobs": 100_000},
+              "callgrind": {"jobs": 5_000}},
+             [per_s("jobs_per_s", "blocking_stat_32", "k jobs/s", 1e-3)],
+             "stat(\".\") in the pool, 32 in flight", args={"concurrency": 32}),
+    Workload("memory_idle_connections", "memory", "memory", "idle_connections",
+             {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
+             [Metric("resident_bytes_per_connection",
+                     "memory_idle_connections resident", "bytes/connection", 1,
+                     "lower", 0),
+              Metric("heap_bytes_per_connection", "memory_idle_connections heap",
+                     "bytes/connection", 1, "lower", 0)],
+             "server RSS slope over N idle connections, 16 KiB buffer each, "
+             "clients in another process",
+             args={"buffer": 16384}),
+    Workload("memory_idle_connections_pooled", "memory", "memory",
+             "idle_connections_pooled",
+             {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
+             [Metric("resident_bytes_per_connection",
+                     "memory_idle_connections pooled", "bytes/connection", 1,
+                     "lower", 0)],
+             "the same with pooled reads (turnloop only)"),
+]
+
+# The idle-context rows: (context column, config column, side, arguments).
+# turnloop builds its reactor in its constructor, io_context with the first
+# I/O object: the "+ steady_timer" row includes it for comparison.
+IDLE_ROWS = [
+    ("io_context", "—", "io_context", []),
+    ("io_context(1)", "—", "io_context_1", []),
+    ("io_context(1)", "+ steady_timer (reactor)", "io_context_1", ["--reactor", "1"]),
+] + [("turnloop", config, "turnloop", ["--config", config]) for config in (
+    "default", "net", "net_max_handles_1", "net_max_operations_1",
+    "net_pooled_buffers_0", "net_post_capacity_1", "net_all_minimised",
+    "default_pooled_buffers_0")]
+
+MODES = {"quick": {"runs": 3, "allocation_runs": 1},
+         "full": {"runs": 7, "allocation_runs": 3}}
+
+
+def progress(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def sides_of(w):
+    return ("turnloop",) if w.name.endswith("_pooled") else report.SIDES
+
+
+def child_command(w, side, params, mode, config=None):
+    cmd = [os.path.join(PROGRAMS, w.program), w.subcommand, "--side", side,
+           "--mode", mode]
+    if config:
+        cmd += ["--config", config]
+    for k, v in {**w.args, **params}.items():
+        cmd += [f"--{k}", str(v)]
+    return cmd
+
+
+def run_child(cmd, prefix=()):
+    """Runs one measurement; returns its JSON object (with "failure" set if
+    the child failed or printed nothing usable)."""
+    try:
+        proc = subprocess.run(list(prefix) + cmd, capture_output=True,
+                              text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed", "failure": f"timed out after {CHILD_TIMEOUT_S} s"}
+    except OSError as e:
+        return {"status": "failed", "failure": f"cannot run {cmd[0]}: {e}"}
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    try:
+        result = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        result = {"status": "failed",
+                  "failure": f"exit {proc.returncode}, no result: "
+                             + proc.stderr.strip()[-300:]}
+    if proc.returncode != 0 and result.get("status") == "ok":
+        result = {"status": "failed", "failure": f"exit {proc.returncode}"}
+    result["command"] = " ".join(cmd)
+    return result
+
+
+def brief(result, metric):
+    if result.get("status") == "pending":
+        return "pending: " + result["pending"]
+    if result.get("status") != "ok":
+        return "FAILED: " + result.get("failure", "?")
+    value = result["metrics"][metric.key] * metric.scale
+    return f"{value:.{metric.digits}f} {metric.unit}"
+
+
+def side_entries(results_by_side, value_of, sides):
+    """Per side: the values value_of(result) of its runs, or why there are
+    none."""
+    entries = {}
+    for side in sides:
+        results = results_by_side[side]
+        failed = [r for r in results if r.get("status") == "failed"]
+        pending = [r for r in results if r.get("status") == "pending"]
+        if failed:
+            entries[side] = {"failure": failed[0].get("failure", "?")}
+        elif pending:
+            entries[side] = {"pending": pending[0]["pending"]}
+        else:
+            values = [value_of(r) for r in results]
+            entries[side] = {"values": values, "summary": report.summarise(values)}
+            instr = [r["instructions_per_op"] for r in results
+                     if "instructions_per_op" in r]
+            if instr:
+                entries[side]["instructions_per_op"] = report.summarise(instr)
+    return entries
+
+
+def run_workload(w, mode, rounds, raw):
+    """Warm-up round plus `rounds` measured rounds, sides interleaved."""
+    sides = sides_of(w)
+    measured = {s: [] for s in sides}
+    stopped = set()  # sides that are pending or failed are not run again
+    for i in range(rounds + 1):
+        for side in sides:
+            if side in stopped:
+                continue
+            result = run_child(child_command(w, side, w.sizes[mode], "time"))
+            raw.append({"workload": w.name, "round": i, "warmup": i == 0, **result})
+            tag = "warm-up" if i == 0 else f"run {i}/{rounds}"
+            progress(f"  {w.name:<32} {side:<13} {tag:<9} "
+                     + brief(result, w.metrics[0]))
+            if result.get("status") != "ok":
+                stopped.add(side)
+            if i > 0 or side in stopped:
+                measured[side].append(result)
+    rows = []
+    for m in w.metrics:
+        row = {"name": m.label, "workload": w.name, "unit": m.unit,
+               "better": m.better, "digits": m.digits,
+               "description": w.description,
+               "sides": side_entries(
+                   measured, lambda r, m=m: r["metrics"][m.key] * m.scale, sides)}
+        row["ratio_io_context"] = report.ratio(row, "io_context")
+        row["ratio_io_context_1"] = report.ratio(row, "io_context_1")
+        rows.append(row)
+    return rows
+
+
+def run_allocations(w, mode, rounds, raw):
+    measured = {s: [] for s in report.SIDES}
+    for i in range(rounds):
+        for side in report.SIDES:
+            result = run_child(child_command(w, side, w.sizes[mode], "allocations"))
+            raw.append({"workload": w.name, "round": i, **result})
+            shown = (f"{result['allocations_per_op']:.4f} allocations/op"
+                     if result.get("status") == "ok" else brief(result, w.metrics[0]))
+            progress(f"  {w.name:<32} {side:<13} allocs    {shown}")
+            measured[side].append(result)
+    return {"name": w.name, "sides": side_entries(
+        measured, lambda r: r["allocations_per_op"], report.SIDES)}
+
+
+def run_idle_memory(rounds, raw):
+    program = os.path.join(PROGRAMS, "memory")
+    measured = {i: [] for i in range(len(IDLE_ROWS))}
+    for r in range(rounds + 1):
+        for i, (_, config, side, extra) in enumerate(IDLE_ROWS):
+            result = run_child([program, "idle", "--side", side] + extra)
+            raw.append({"workload": "memory_idle", "config": config, "round": r,
+                        "warmup": r == 0, **result})
+            if r > 0 or result.get("status") != "ok":
+                measured[i].append(result)
+        progress(f"  memory_idle {'warm-up' if r == 0 else f'run {r}/{rounds}'}: "
+                 f"{len(IDLE_ROWS)} contexts measured")
+    rows = []
+    for i, (context, config, side, _) in enumerate(IDLE_ROWS):
+        results = measured[i]
+        failed = [x for x in results if x.get("status") != "ok"]
+        row = {"context": context, "config": config, "side": side, "metrics": {}}
+        if failed:
+            row["failure"] = failed[0].get("failure", "?")
+        else:
+            for key in ("resident_kib", "anonymous_kib", "heap_kib"):
+                values = [x["metrics"][key] for x in results]
+                row["metrics"][key] = {"values": values, **report.summarise(values)}
+        rows.append(row)
+    return rows
+
+
+def selected(names, w_name, family):
+    if not names:
+        return True
+    return any(n == w_name or n == family for n in names)
+
+
+def command_output(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                              timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def machine_header(mode_text):
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    boost = "unknown"
+    with open("/usr/include/boost/version.hpp") as f:
+        found = re.search(r'#define BOOST_LIB_VERSION "(\d+)_(\d+)', f.read())
+        if found:
+            boost = f"{found.group(1)}.{found.group(2)}"
+    compiler = command_output(["g++", "--version"]).splitlines()[:1]
+    # The exact compile line b2 uses for the benchmarks (a dry run).
+    flags = "unknown"
+    for line in command_output(["b2", "-n", "-a", "bench//post"]).splitlines():
+        if '"g++"' in line and "bench/post.cpp" in line:
+            flags = re.sub(r'\s-o\s+"[^"]*"|\s-c(?=\s)|\s"bench/post.cpp"', "",
+                           line.replace('"g++"', "g++")).strip()
+            flags = re.sub(r"\s+", " ", flags)
+    commit = command_output(["git", "rev-parse", "--short", "HEAD"]).strip()
+    if command_output(["git", "status", "--porcelain", "--", "include", "src",
+                       "bench"]).strip():
+        commit += " (with uncommitted changes)"
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}",
+        "compiler": compiler[0] if compiler else "unknown",
+        "boost": boost,
+        "build": flags,
+        "commit": commit,
+        "mode": mode_text,
+        "command": "bench/run.sh " + " ".join(sys.argv[1:]),
+    }
+
+
+def instructions_line(raw):
+    notes = {r.get("instructions_note") for r in raw if r.get("instructions_note")}
+    if any("instructions_per_op" in r for r in raw):
+        return "instructions/op: measured (perf instructions:u), in the JSON"
+    if notes:
+        return "instructions/op: unavailable (perf counters not supported); " \
+               "bench/run.sh --callgrind <workload> counts them instead"
+    return "instructions/op: not measured"
+
+
+def print_header(header):
+    print(f"# turnloop benchmarks, {header['mode']}")
+    for key in ("date", "machine", "compiler", "boost", "build", "commit",
+                "command"):
+        print(f"{key + ':':<10} {header[key]}")
+
+
+def main_timed(args):
+    mode = "quick" if args.quick else "full"
+    runs = args.runs or MODES[mode]["runs"]
+    allocation_runs = MODES[mode]["allocation_runs"]
+    names = [n for n in (args.only or "").split(",") if n]
+    known = {w.name for w in WORKLOADS} | {w.family for w in WORKLOADS} | {"memory_idle"}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        sys.exit(f"unknown workload(s): {', '.join(unknown)}; known: "
+                 + ", ".join(sorted(known)))
+
+    header = machine_header(f"{mode} mode: 1 warm-up + {runs} measured runs "
+                            "per side, interleaved")
+    started = time.monotonic()
+    raw, rows, allocation_rows = [], [], []
+    for w in WORKLOADS:
+        if not selected(names, w.name, w.family):
+            continue
+        progress(f"{w.name}: {w.description}")
+        rows += run_workload(w, mode, runs, raw)
+        if w.count_allocations:
+            allocation_rows.append(run_allocations(w, mode, allocation_runs, raw))
+    idle_rows = []
+    if selected(names, "memory_idle", "memory"):
+        progress("memory_idle: one context per process, constructed and run once")
+        idle_rows = run_idle_memory(runs, raw)
+    elapsed = time.monotonic() - started
+
+    os.makedirs(RESULTS, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(RESULTS, f"{stamp}-{mode}")
+    timing_rows = [r for r in rows if not r["workload"].startswith("memory")]
+    memory_rows = [r for r in rows if r["workload"].startswith("memory")]
+    instr = instructions_line(raw)
+    chart = report.write_svg(base + ".svg", timing_rows + memory_rows,
+                             f"{header['date']}, {header['machine']}, {mode} mode")
+    report.write_json(base + ".json", {
+        "header": header, "instructions": instr, "elapsed_s": elapsed,
+        "rows": rows, "allocations": allocation_rows, "idle_memory": idle_rows,
+        "raw": raw})
+
+    print_header(header)
+    print(instr)
+    print(f"ratios: turnloop median / io_context median; cv: coefficient of "
+          f"variation over the measured runs")
+    if timing_rows:
+        print()
+        print(report.timing_table(timing_rows))
+    if memory_rows or idle_rows:
+        print()
+        print("## Memory")
+    if idle_rows:
+        print()
+        print("Idle context: growth across constructing one context and running "
+              "one empty turn, one context per process, the program's code "
+              "prefaulted first (median).")
+        print()
+        print(report.memory_table(idle_rows))
+    if memory_rows:
+        print()
+        print(report.timing_table(memory_rows))
+    if allocation_rows:
+        print()
+        print(f"## Heap allocations per operation, steady state "
+              f"(median of {allocation_runs})")
+        print()
+        print(report.allocation_table(allocation_rows))
+    failures = {(r.get("workload", r["name"]), s, e["failure"])
+                for r in rows + allocation_rows
+                for s, e in r["sides"].items() if e.get("failure")}
+    failures |= {(f"memory_idle {r['context']} {r['config']}", r["side"],
+                  r["failure"]) for r in idle_rows if r.get("failure")}
+    print()
+    for name, side, why in sorted(failures):
+        print(f"FAILED {name} on {side}: {why}")
+    print(f"results: {base}.json" + (f", chart: {base}.svg" if chart else ""))
+    print(f"elapsed: {elapsed:.1f} s")
+    return 1 if failures else 0
+
+
+def callgrind_total(path):
+    """Total Ir of a callgrind output file. Its "totals:" line is the sum
+    over the instrumented region; "summary:" is written before
+    instrumentation starts and stays 0 with --instr-atstart=no."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    return None
+
+
+def main_callgrind(args):
+    names = [n for n in args.callgrind.split(",") if n]
+    chosen = [w for w in WORKLOADS
+              if selected(names, w.name, w.family) and "callgrind" in w.sizes]
+    if not chosen:
+        sys.exit("no workload with a callgrind size matches " + args.callgrind)
+    out_dir = os.path.join(RESULTS, "callgrind")
+    os.makedirs(out_dir, exist_ok=True)
+    header = machine_header("callgrind: Ir (instructions) per op in the "
+                            "measured region, one run per side")
+    rows, raw = [], []
+    for w in chosen:
+        measured = {s: [] for s in report.SIDES}
+        for side in report.SIDES:
+            out = os.path.join(out_dir, f"{w.name}.{side}.out")
+            prefix = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                      f"--callgrind-out-file={out}"]
+            result = run_child(child_command(w, side, w.sizes["callgrind"],
+                                             "callgrind"), prefix)
+            if result.get("status") == "ok":
+                total = callgrind_total(out)
+                if total is None:
+                    result = {"status": "failed", "failure": "no callgrind totals"}
+                else:
+                    result["ir_per_op"] = total / result["ops"]
+            raw.append({"workload": w.name, **result})
+            shown = (f"{result['ir_per_op']:.1f} Ir/op"
+                     if result.get("status") == "ok"
+                     else result.get("pending") or result.get("failure"))
+            progress(f"  {w.name:<32} {side:<13} {shown}")
+            measured[side].append(result)
+        row = {"name": w.name, "sides": side_entries(
+            measured, lambda r: r["ir_per_op"], report.SIDES)}
+        row["ratio_io_context"] = report.ratio(row, "io_context")
+        row["ratio_io_context_1"] = report.ratio(row, "io_context_1")
+        rows.append(row)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = os.path.join(RESULTS, f"{stamp}-callgrind.json")
+    report.write_json(path, {"header": header, "rows": rows, "raw": raw})
+    print_header(header)
+    print()
+    print(report.callgrind_table(rows))
+    print()
+    print(f"results: {path}")
+    return 1 if any(e.get("failure") for r in rows for e in r["sides"].values()) else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--quick", action="store_true",
+                       help="short runs, 3 per side (CI smoke test)")
+    group.add_argument("--full", action="store_true",
+                       help="full-size runs, 7 per side (the default)")
+    group.add_argument("--callgrind", metavar="NAMES",
+                       help="count instructions per op under callgrind")
+    parser.add_argument("--only", metavar="NAMES",
+                        help="comma-separated workloads or families")
+    parser.add_argument("--runs", type=int, help="measured runs per side")
+    args = parser.parse_args()
+    if args.callgrind:
+        return main_callgrind(args)
+    return main_timed(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+//
+// bench/support/driver.hpp
+//
+// The command line and the output of a benchmark program. A program is a set
+// of named workloads; one invocation runs one workload on one side and
+// prints one JSON object on stdout (bench/run.py collects them):
+//
+//   <program> <workload> --side io_context|io_context_1|turnloop
+//             [--mode time|allocations|callgrind] [--config <name>]
+//             [--<parameter> <unsigned integer>]...
+//
+// Exit status: 0 measured (or pending), 1 the workload failed its checks,
+// 2 bad command line.
+//
+
+#ifndef TURNLOOP_BENCH_SUPPORT_DRIVER_HPP
+#define TURNLOOP_BENCH_SUPPORT_DRIVER_HPP
+
+#include "region.hpp"
+#include "sides.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace bench {
+
+struct options
+{
+  std::string workload;
+  bench::side side = side::io_context;
+  measure_mode mode = measure_mode::time;
+  turnloop::config config;
+  std::map<std::string, std::uint64_t> parameters;
+
+  /// The parameter @p name, or @p fallback if it was not given.
+  std::uint64_t number(const std::string& name, std::uint64_t fallback) const;
+};
+
+/// What one run of a workload reports.
+struct result
+{
+  /// Operations in the measured region (the denominator of per-op counts).
+  std::uint64_t ops = 0;
+
+  /// The figures bench/run.py tabulates, by name (units are in the names).
+  std::vector<std::pair<std::string, double>> metrics;
+
+  /// Diagnostic counters kept in the JSON only (e.g. the loop's stats).
+  std::vector<std::pair<std::string, double>> details;
+
+  /// What the workload verified it did, e.g. "10000000 handlers ran".
+  std::string checked;
+
+  /// Non-empty if the workload did not do what it claims; nothing from the
+  /// run may then be reported.
+  std::string failure;
+
+  /// Non-empty if this side cannot run yet: the feature it waits for.
+  std::string pending;
+
+  static result failed(std::string why)
+  {
+    result r;
+    r.failure = std::move(why);
+    return r;
+  }
+
+  static result pending_on(std::string feature)
+  {
+    result r;
+    r.pending = std::move(feature);
+    return r;
+  }
+};
+
+/// Adds turnloop's loop_stats to @p r's details; nothing for io_context.
+template <typename Context>
+void add_loop_stats(result& r, const Context& ctx)
+{
+  if constexpr (std::is_same_v<Context, turnloop::loop>)
+  {
+    const turnloop::loop_stats s = ctx.stats();
+    r.details.emplace_back("loop_handlers_run", double(s.handlers_run));
+    r.details.emplace_back("loop_turns", double(s.turns));
+    r.details.emplace_back("loop_reactor_runs", double(s.reactor_runs));
+    r.details.emplace_back("loop_os_waits", double(s.os_waits));
+    r.details.emplace_back("loop_wakes", double(s.wakes));
+    r.details.emplace_back("loop_posts_queued_high_water",
+        double(s.posts_queued_high_water));
+  }
+}
+
+using workload_function = std::function<result(const options&, region&)>;
+
+struct workload
+{
+  const char* name;
+  workload_function run;
+};
+
+/// Wraps a function object with a call operator templated on the maker,
+/// `result operator()(const Maker&, const options&, region&) const`, so it
+/// runs on the side the command line names.
+template <typename Workload>
+workload_function on_each_side(Workload w)
+{
+  return [w](const options& o, region& r) {
+    return with_maker(o.side, o.config,
+        [&](const auto& make) { return w(make, o, r); });
+  };
+}
+
+/// Parses the command line, runs the workload it names, prints the result.
+int run_program(int argc, char** argv, const std::vector<workload>& workloads);
+
+} // namespace bench
+
+#endif // TURNLOOP_BENCH_SUPPORT_DRIVER_HPP

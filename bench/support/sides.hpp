@@ -1,0 +1,93 @@
+//
+// bench/support/sides.hpp
+//
+// The three sides every workload runs on. A workload is a template over a
+// "maker" (a callable returning a fresh context), so all three run the same
+// code and only the context differs.
+//
+
+#ifndef TURNLOOP_BENCH_SUPPORT_SIDES_HPP
+#define TURNLOOP_BENCH_SUPPORT_SIDES_HPP
+
+#include <turnloop/loop.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+namespace bench {
+
+enum class side
+{
+  io_context,   // boost::asio::io_context, default constructor
+  io_context_1, // boost::asio::io_context(1): concurrency hint 1
+  turnloop      // turnloop::loop
+};
+
+std::optional<side> side_named(std::string_view name) noexcept;
+const char* name_of(side s) noexcept;
+
+/// turnloop configurations the memory rows compare; empty if unknown.
+/// Names: default, net, net_max_handles_1, net_max_operations_1,
+/// net_pooled_buffers_0, net_post_capacity_1, net_all_minimised,
+/// default_pooled_buffers_0.
+std::optional<turnloop::config> config_named(std::string_view name);
+
+struct io_context_maker
+{
+  using context_type = boost::asio::io_context;
+
+  std::unique_ptr<context_type> operator()() const
+  {
+    return std::make_unique<context_type>();
+  }
+};
+
+struct io_context_1_maker
+{
+  using context_type = boost::asio::io_context;
+
+  std::unique_ptr<context_type> operator()() const
+  {
+    return std::make_unique<context_type>(1);
+  }
+};
+
+struct turnloop_maker
+{
+  using context_type = turnloop::loop;
+
+  turnloop::config config;
+
+  std::unique_ptr<context_type> operator()() const
+  {
+    return std::make_unique<context_type>(config);
+  }
+};
+
+template <typename Maker>
+inline constexpr bool is_turnloop =
+  std::is_same_v<typename Maker::context_type, turnloop::loop>;
+
+/// Calls @p f with the maker of side @p s.
+template <typename Function>
+decltype(auto) with_maker(side s, const turnloop::config& cfg, Function&& f)
+{
+  switch (s)
+  {
+  case side::io_context:
+    return f(io_context_maker{});
+  case side::io_context_1:
+    return f(io_context_1_maker{});
+  case side::turnloop:
+    break;
+  }
+  return f(turnloop_maker{cfg});
+}
+
+} // namespace bench
+
+#endif // TURNLOOP_BENCH_SUPPORT_SIDES_HPP

@@ -1,0 +1,790 @@
+//
+// bench/tcp.cpp
+//
+// TCP over loopback: 64-byte ping-pong latency (client and server on one
+// context, or the client on a second thread with its own context of the same
+// type), echo throughput over many connections, accept churn, and an
+// HTTP/1.1 keep-alive request loop.
+//
+
+#include "support/driver.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// 127.0.0.1 with a port the kernel picks.
+tcp::endpoint loopback()
+{
+  return tcp::endpoint(asio::ip::address_v4::loopback(), 0);
+}
+
+// Fills a message with a byte that differs from one message to the next, so
+// that an echo of the wrong message (or of stale buffer contents) is caught.
+void fill_message(std::vector<char>& message, std::uint64_t sequence)
+{
+  std::memset(message.data(), static_cast<int>('a' + sequence % 26),
+      message.size());
+}
+
+// n connected pairs, set up synchronously before any context runs: the
+// kernel completes each handshake into the listen backlog, so connect then
+// accept needs no event loop. Setup is not part of any measurement.
+template <typename Context>
+struct connected_pairs
+{
+  std::vector<tcp::socket> servers;
+  std::vector<tcp::socket> clients;
+
+  connected_pairs(Context& server_ctx, Context& client_ctx, std::size_t n)
+  {
+    tcp::acceptor acceptor(server_ctx, loopback());
+    servers.reserve(n);
+    clients.reserve(n);
+    for (std::size_t i = 0; i != n; ++i)
+    {
+      tcp::socket& c = clients.emplace_back(client_ctx);
+      c.connect(acceptor.local_endpoint());
+      c.set_option(tcp::no_delay(true));
+      tcp::socket& s = servers.emplace_back(acceptor.accept());
+      s.set_option(tcp::no_delay(true));
+    }
+  }
+};
+
+// Echoes whatever arrives until the peer shuts its side down.
+class echo_session
+{
+public:
+  echo_session(tcp::socket& socket, std::size_t buffer_size)
+    : socket_(socket),
+      buffer_(buffer_size)
+  {
+  }
+
+  void start()
+  {
+    socket_.async_read_some(asio::buffer(buffer_),
+        [this](const error_code& ec, std::size_t n) { on_read(ec, n); });
+  }
+
+  std::uint64_t bytes() const noexcept
+  {
+    return bytes_;
+  }
+
+  bool ended_cleanly() const noexcept
+  {
+    return ended_cleanly_;
+  }
+
+private:
+  void on_read(const error_code& ec, std::size_t n)
+  {
+    if (ec)
+    {
+      ended_cleanly_ = ec == asio::error::eof;
+      socket_.close();
+      return;
+    }
+    bytes_ += n;
+    asio::async_write(socket_, asio::buffer(buffer_.data(), n),
+        [this](const error_code& ec, std::size_t) {
+          if (ec)
+            socket_.close();
+          else
+            start();
+        });
+  }
+
+  tcp::socket& socket_;
+  std::vector<char> buffer_;
+  std::uint64_t bytes_ = 0;
+  bool ended_cleanly_ = false;
+};
+
+// The clients of one workload, all run by one thread. The measured region
+// begins once every client has finished its warm-up exchanges (so each
+// connection's operations have their memory and the caches are warm) and
+// ends when the last client has finished; ops are the exchanges completed
+// in between.
+class client_fleet
+{
+public:
+  client_fleet(std::size_t clients, std::uint64_t warmup, bench::region& r)
+    : clients_(clients),
+      warmup_(warmup),
+      region_(r)
+  {
+  }
+
+  std::uint64_t warmup() const noexcept
+  {
+    return warmup_;
+  }
+
+  bool measuring() const noexcept
+  {
+    return warmed_ == clients_;
+  }
+
+  /// A client completed its exchange number @p n (counted from 1).
+  void on_exchange(std::uint64_t n)
+  {
+    ++exchanges_;
+    if (n == warmup_ && ++warmed_ == clients_)
+    {
+      exchanges_at_begin_ = exchanges_;
+      region_.begin();
+    }
+  }
+
+  void on_finished()
+  {
+    if (++finished_ == clients_)
+      region_.end();
+  }
+
+  std::uint64_t measured_exchanges() const noexcept
+  {
+    return exchanges_ - exchanges_at_begin_;
+  }
+
+private:
+  std::size_t clients_;
+  std::uint64_t warmup_;
+  bench::region& region_;
+  std::size_t warmed_ = 0;
+  std::size_t finished_ = 0;
+  std::uint64_t exchanges_ = 0;
+  std::uint64_t exchanges_at_begin_ = 0;
+};
+
+// Sends a message, waits for its echo, checks it, repeats; shuts its
+// sending side down after the last one.
+class echo_client
+{
+public:
+  echo_client(tcp::socket& socket, std::size_t message_size,
+      std::uint64_t messages, client_fleet& fleet)
+    : socket_(socket),
+      out_(message_size),
+      in_(message_size),
+      target_(messages),
+      fleet_(fleet)
+  {
+  }
+
+  /// Records the duration of each round trip in the measured region.
+  void record_round_trips()
+  {
+    samples_.reserve(target_);
+    recording_ = true;
+  }
+
+  void start()
+  {
+    fill_message(out_, done_);
+    sent_at_ = clock_type::now();
+    asio::async_write(socket_, asio::buffer(out_),
+        [this](const error_code& ec, std::size_t) {
+          if (ec)
+            return fail();
+          asio::async_read(socket_, asio::buffer(in_),
+              [this](const error_code& ec, std::size_t) {
+                if (ec)
+                  return fail();
+                on_echo();
+              });
+        });
+  }
+
+  std::uint64_t done() const noexcept
+  {
+    return done_;
+  }
+
+  std::uint64_t mismatches() const noexcept
+  {
+    return mismatches_;
+  }
+
+  std::vector<std::int64_t>& samples() noexcept
+  {
+    return samples_;
+  }
+
+private:
+  void on_echo()
+  {
+    const clock_type::time_point now = clock_type::now();
+    if (std::memcmp(in_.data(), out_.data(), out_.size()) != 0)
+      ++mismatches_;
+    if (recording_ && fleet_.measuring())
+      samples_.push_back((now - sent_at_).count());
+    fleet_.on_exchange(++done_);
+    if (done_ < target_)
+      return start();
+    fleet_.on_finished();
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  void fail()
+  {
+    error_code ignored;
+    socket_.close(ignored);
+  }
+
+  tcp::socket& socket_;
+  std::vector<char> out_;
+  std::vector<char> in_;
+  std::uint64_t target_;
+  client_fleet& fleet_;
+  std::uint64_t done_ = 0;
+  std::uint64_t mismatches_ = 0;
+  bool recording_ = false;
+  clock_type::time_point sent_at_;
+  std::vector<std::int64_t> samples_;
+};
+
+// Runs @p client_ctx on a second thread while the calling thread runs
+// @p server_ctx; returns when both have run out of work.
+template <typename Context>
+void run_both(Context& server_ctx, Context& client_ctx)
+{
+  std::thread client([&] { client_ctx.run(); });
+  server_ctx.run();
+  client.join();
+}
+
+// Starts one server and one client session per connected pair, then runs
+// both contexts until every session has ended.
+template <typename Context, typename Server, typename Client>
+void run_sessions(Context& server_ctx, Context& client_ctx,
+    std::vector<std::unique_ptr<Server>>& servers,
+    std::vector<std::unique_ptr<Client>>& clients)
+{
+  for (auto& s : servers)
+    s->start();
+  for (auto& c : clients)
+    c->start();
+  run_both(server_ctx, client_ctx);
+}
+
+double percentile_us(std::vector<std::int64_t>& samples, double fraction)
+{
+  const std::size_t i = std::min(samples.size() - 1,
+      static_cast<std::size_t>(fraction * double(samples.size())));
+  std::nth_element(samples.begin(), samples.begin() + i, samples.end());
+  return double(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        clock_type::duration(samples[i])).count()) / 1000.0;
+}
+
+// One connection, one 64-byte message in flight. The median and the 99th
+// percentile come from the per-round-trip samples of this run.
+struct ping_pong
+{
+  bool client_on_own_thread;
+
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::uint64_t n = o.number("round_trips", 100'000);
+    const std::uint64_t warmup = n / 10 + 1;
+    const std::size_t size = o.number("bytes", 64);
+    auto server_ctx = make();
+    auto client_ctx = client_on_own_thread ? make() : nullptr;
+    auto& cctx = client_on_own_thread ? *client_ctx : *server_ctx;
+
+    connected_pairs pair(*server_ctx, cctx, 1);
+    echo_session server(pair.servers[0], size);
+    client_fleet fleet(1, warmup, r);
+    echo_client client(pair.clients[0], size, warmup + n, fleet);
+    client.record_round_trips();
+    server.start();
+    client.start();
+    if (client_on_own_thread)
+      run_both(*server_ctx, cctx);
+    else
+      server_ctx->run();
+
+    if (client.done() != warmup + n || client.mismatches() != 0
+        || server.bytes() != (warmup + n) * size || !server.ended_cleanly()
+        || fleet.measured_exchanges() != n || client.samples().size() != n
+        || n == 0)
+      return bench::result::failed(std::to_string(client.done()) + " of "
+          + std::to_string(warmup + n) + " round trips, "
+          + std::to_string(client.mismatches()) + " wrong echoes, "
+          + std::to_string(server.bytes()) + " bytes echoed");
+    bench::result res;
+    res.ops = n;
+    std::vector<std::int64_t>& samples = client.samples();
+    res.metrics = {
+      {"round_trip_median_us", percentile_us(samples, 0.5)},
+      {"round_trip_p99_us", percentile_us(samples, 0.99)}};
+    res.details = {{"round_trips_per_s", double(n) / r.seconds()}};
+    res.checked = std::to_string(warmup + n) + " echoes of "
+      + std::to_string(size) + " bytes matched";
+    bench::add_loop_stats(res, *server_ctx);
+    return res;
+  }
+};
+
+// Many connections, one message each in flight; the clients run on a second
+// thread with their own context of the same type.
+struct echo
+{
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::size_t connections = o.number("connections", 64);
+    const std::uint64_t per_connection = o.number("messages", 1000);
+    const std::size_t size = o.number("bytes", 1024);
+    const std::uint64_t warmup = per_connection / 10 + 1;
+    auto server_ctx = make();
+    auto client_ctx = make();
+
+    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    client_fleet fleet(connections, warmup, r);
+    std::vector<std::unique_ptr<echo_session>> servers;
+    std::vector<std::unique_ptr<echo_client>> clients;
+    for (std::size_t i = 0; i != connections; ++i)
+    {
+      servers.push_back(std::make_unique<echo_session>(pairs.servers[i], size));
+      clients.push_back(std::make_unique<echo_client>(pairs.clients[i], size,
+            warmup + per_connection, fleet));
+    }
+
+    run_sessions(*server_ctx, *client_ctx, servers, clients);
+
+    const std::uint64_t messages = connections * (warmup + per_connection);
+    std::uint64_t done = 0;
+    std::uint64_t mismatches = 0;
+    std::uint64_t bytes = 0;
+    bool clean = true;
+    for (std::size_t i = 0; i != connections; ++i)
+    {
+      done += clients[i]->done();
+      mismatches += clients[i]->mismatches();
+      bytes += servers[i]->bytes();
+      clean = clean && servers[i]->ended_cleanly();
+    }
+    if (done != messages || mismatches != 0 || bytes != messages * size || !clean)
+      return bench::result::failed(std::to_string(done) + " of "
+          + std::to_string(messages) + " messages echoed, "
+          + std::to_string(mismatches) + " wrong, " + std::to_string(bytes)
+          + " bytes at the server");
+    bench::result res;
+    res.ops = fleet.measured_exchanges();
+    res.metrics = {{"messages_per_s", double(res.ops) / r.seconds()}};
+    res.details = {{"bytes_per_s", double(res.ops * size) / r.seconds()}};
+    res.checked = std::to_string(messages) + " echoes of "
+      + std::to_string(size) + " bytes matched over "
+      + std::to_string(connections) + " connections";
+    bench::add_loop_stats(res, *server_ctx);
+    return res;
+  }
+};
+
+constexpr std::string_view churn_request = "request-16-bytes";
+constexpr std::string_view churn_reply = "reply-is-16bytes";
+
+// Accepts until the target is reached; each connection reads the request,
+// writes the reply and closes.
+class churn_server
+{
+public:
+  template <typename Context>
+  churn_server(Context& ctx, std::uint64_t target)
+    : acceptor_(ctx, loopback()),
+      target_(target)
+  {
+  }
+
+  tcp::endpoint endpoint() const
+  {
+    return acceptor_.local_endpoint();
+  }
+
+  void start()
+  {
+    acceptor_.async_accept([this](const error_code& ec, tcp::socket s) {
+      if (ec)
+        return;
+      ++accepted_;
+      serve(std::make_shared<connection>(std::move(s)));
+      if (accepted_ < target_)
+        start();
+    });
+  }
+
+  std::uint64_t accepted() const noexcept
+  {
+    return accepted_;
+  }
+
+  std::uint64_t served() const noexcept
+  {
+    return served_;
+  }
+
+private:
+  struct connection
+  {
+    explicit connection(tcp::socket s)
+      : socket(std::move(s))
+    {
+    }
+
+    tcp::socket socket;
+    char request[churn_request.size()];
+  };
+
+  void serve(std::shared_ptr<connection> c)
+  {
+    asio::async_read(c->socket, asio::buffer(c->request),
+        [this, c](const error_code& ec, std::size_t) {
+          if (ec || std::string_view(c->request, sizeof c->request) != churn_request)
+            return;
+          asio::async_write(c->socket, asio::buffer(churn_reply),
+              [this, c](const error_code& ec, std::size_t) {
+                if (!ec)
+                  ++served_;
+                error_code ignored;
+                c->socket.close(ignored);
+              });
+        });
+  }
+
+  tcp::acceptor acceptor_;
+  std::uint64_t target_;
+  std::uint64_t accepted_ = 0;
+  std::uint64_t served_ = 0;
+};
+
+// One of several concurrent clients: connect, write, read, close, repeat
+// while the shared count of started connections is below the target. It
+// closes with linger 0 (a reset), so no TIME_WAIT piles up on either side
+// and ephemeral ports do not run out across runs.
+class churn_client
+{
+public:
+  template <typename Context>
+  churn_client(Context& ctx, tcp::endpoint server, std::uint64_t& started,
+      std::uint64_t target)
+    : socket_(ctx),
+      server_(server),
+      started_(started),
+      target_(target)
+  {
+  }
+
+  void start()
+  {
+    if (started_ == target_)
+      return;
+    ++started_;
+    socket_.async_connect(server_, [this](const error_code& ec) {
+      if (ec)
+        return fail();
+      asio::async_write(socket_, asio::buffer(churn_request),
+          [this](const error_code& ec, std::size_t) {
+            if (ec)
+              return fail();
+            asio::async_read(socket_, asio::buffer(reply_),
+                [this](const error_code& ec, std::size_t) {
+                  if (ec)
+                    return fail();
+                  if (std::string_view(reply_, sizeof reply_) == churn_reply)
+                    ++completed_;
+                  socket_.set_option(asio::socket_base::linger(true, 0));
+                  socket_.close();
+                  start();
+                });
+          });
+    });
+  }
+
+  std::uint64_t completed() const noexcept
+  {
+    return completed_;
+  }
+
+private:
+  void fail()
+  {
+    error_code ignored;
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  tcp::endpoint server_;
+  std::uint64_t& started_;
+  std::uint64_t target_;
+  std::uint64_t completed_ = 0;
+  char reply_[churn_reply.size()];
+};
+
+struct accept_churn
+{
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::uint64_t n = o.number("connections", 20'000);
+    const std::size_t concurrency = o.number("concurrency", 32);
+    if (n == 0 || concurrency == 0)
+      return bench::result::failed(
+          "--connections and --concurrency must be at least 1");
+    auto server_ctx = make();
+    auto client_ctx = make();
+    churn_server server(*server_ctx, n);
+    std::uint64_t started = 0;
+    std::vector<std::unique_ptr<churn_client>> clients;
+    for (std::size_t i = 0; i != concurrency; ++i)
+      clients.push_back(std::make_unique<churn_client>(*client_ctx,
+            server.endpoint(), started, n));
+
+    r.begin();
+    server.start();
+    for (auto& c : clients)
+      c->start();
+    run_both(*server_ctx, *client_ctx);
+    r.end();
+
+    std::uint64_t completed = 0;
+    for (auto& c : clients)
+      completed += c->completed();
+    if (server.accepted() != n || server.served() != n || completed != n)
+      return bench::result::failed(std::to_string(server.accepted())
+          + " accepted, " + std::to_string(server.served()) + " served, "
+          + std::to_string(completed) + " replies checked, of "
+          + std::to_string(n));
+    bench::result res;
+    res.ops = n;
+    res.metrics = {{"accepts_per_s", double(n) / r.seconds()}};
+    res.checked = std::to_string(n) + " connections accepted, served and "
+      "their replies checked, " + std::to_string(concurrency) + " at a time";
+    bench::add_loop_stats(res, *server_ctx);
+    return res;
+  }
+};
+
+constexpr std::string_view http_request =
+  "GET /hello HTTP/1.1\r\nHost: bench\r\nUser-Agent: turnloop-bench\r\n\r\n";
+constexpr std::string_view http_body = "Hello, world!";
+constexpr std::string_view http_response =
+  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
+  "Connection: keep-alive\r\n\r\nHello, world!";
+
+// Reads a request head, checks it, writes the fixed response, repeats.
+class http_server_session
+{
+public:
+  explicit http_server_session(tcp::socket& socket)
+    : socket_(socket)
+  {
+    in_.reserve(1024);
+  }
+
+  void start()
+  {
+    asio::async_read_until(socket_, asio::dynamic_buffer(in_), "\r\n\r\n",
+        [this](const error_code& ec, std::size_t head) {
+          if (ec)
+          {
+            ended_cleanly_ = ec == asio::error::eof && in_.empty();
+            socket_.close();
+            return;
+          }
+          if (std::string_view(in_).substr(0, head) != http_request)
+          {
+            socket_.close();
+            return;
+          }
+          in_.erase(0, head);
+          ++requests_;
+          asio::async_write(socket_, asio::buffer(http_response),
+              [this](const error_code& ec, std::size_t) {
+                if (!ec)
+                  start();
+              });
+        });
+  }
+
+  std::uint64_t requests() const noexcept
+  {
+    return requests_;
+  }
+
+  bool ended_cleanly() const noexcept
+  {
+    return ended_cleanly_;
+  }
+
+private:
+  tcp::socket& socket_;
+  std::string in_;
+  std::uint64_t requests_ = 0;
+  bool ended_cleanly_ = false;
+};
+
+// Sends a request, reads the head, then the body its Content-Length
+// announces, checks both, repeats.
+class http_client_session
+{
+public:
+  http_client_session(tcp::socket& socket, std::uint64_t requests,
+      client_fleet& fleet)
+    : socket_(socket),
+      target_(requests),
+      fleet_(fleet)
+  {
+    in_.reserve(1024);
+  }
+
+  void start()
+  {
+    asio::async_write(socket_, asio::buffer(http_request),
+        [this](const error_code& ec, std::size_t) {
+          if (ec)
+            return;
+          asio::async_read_until(socket_, asio::dynamic_buffer(in_),
+              "\r\n\r\n", [this](const error_code& ec, std::size_t head) {
+                if (!ec)
+                  on_head(head);
+              });
+        });
+  }
+
+  std::uint64_t completed() const noexcept
+  {
+    return completed_;
+  }
+
+private:
+  void on_head(std::size_t head)
+  {
+    const std::string_view text(in_.data(), head);
+    constexpr std::string_view length_field = "Content-Length: ";
+    const std::size_t field = text.find(length_field);
+    if (!text.starts_with("HTTP/1.1 200 ") || field == text.npos)
+      return;
+    const std::size_t length = std::strtoul(
+        text.data() + field + length_field.size(), nullptr, 10);
+    const std::size_t total = head + length;
+    if (in_.size() >= total)
+      return on_response(head, length);
+    asio::async_read(socket_, asio::dynamic_buffer(in_),
+        asio::transfer_exactly(total - in_.size()),
+        [this, head, length](const error_code& ec, std::size_t) {
+          if (!ec)
+            on_response(head, length);
+        });
+  }
+
+  void on_response(std::size_t head, std::size_t length)
+  {
+    if (std::string_view(in_).substr(head, length) == http_body)
+      ++completed_;
+    in_.erase(0, head + length);
+    fleet_.on_exchange(++sent_);
+    if (sent_ < target_)
+      return start();
+    fleet_.on_finished();
+    error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  tcp::socket& socket_;
+  std::uint64_t target_;
+  client_fleet& fleet_;
+  std::uint64_t sent_ = 0;
+  std::uint64_t completed_ = 0;
+  std::string in_;
+};
+
+struct http
+{
+  template <typename Maker>
+  bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    const std::size_t connections = o.number("connections", 64);
+    const std::uint64_t per_connection = o.number("requests", 1000);
+    const std::uint64_t warmup = per_connection / 10 + 1;
+    auto server_ctx = make();
+    auto client_ctx = make();
+
+    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    client_fleet fleet(connections, warmup, r);
+    std::vector<std::unique_ptr<http_server_session>> servers;
+    std::vector<std::unique_ptr<http_client_session>> clients;
+    for (std::size_t i = 0; i != connections; ++i)
+    {
+      servers.push_back(std::make_unique<http_server_session>(pairs.servers[i]));
+      clients.push_back(std::make_unique<http_client_session>(pairs.clients[i],
+            warmup + per_connection, fleet));
+    }
+
+    run_sessions(*server_ctx, *client_ctx, servers, clients);
+
+    const std::uint64_t requests = connections * (warmup + per_connection);
+    std::uint64_t served = 0;
+    std::uint64_t completed = 0;
+    bool clean = true;
+    for (std::size_t i = 0; i != connections; ++i)
+    {
+      served += servers[i]->requests();
+      completed += clients[i]->completed();
+      clean = clean && servers[i]->ended_cleanly();
+    }
+    if (served != requests || completed != requests || !clean)
+      return bench::result::failed(std::to_string(served) + " served, "
+          + std::to_string(completed) + " responses checked, of "
+          + std::to_string(requests));
+    bench::result res;
+    res.ops = fleet.measured_exchanges();
+    res.metrics = {{"requests_per_s", double(res.ops) / r.seconds()}};
+    res.checked = std::to_string(requests) + " requests parsed and "
+      "responses checked over " + std::to_string(connections)
+      + " keep-alive connections";
+    bench::add_loop_stats(res, *server_ctx);
+    return res;
+  }
+};
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  return bench::run_program(argc, argv, {
+    {"ping_pong", bench::on_each_side(ping_pong{false})},
+    {"ping_pong_threads", bench::on_each_side(ping_pong{true})},
+    {"echo", bench::on_each_side(echo{})},
+    {"accept_churn", bench::on_each_side(accept_churn{})},
+    {"http", bench::on_each_side(http{})},
+  });
+}
