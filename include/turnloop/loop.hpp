@@ -24,6 +24,15 @@
 
 namespace turnloop {
 
+class loop;
+
+namespace detail {
+
+/// The engine of @p l, for turnloop's own services.
+loop_core& core_of(loop& l) noexcept;
+
+} // namespace detail
+
 /// An Asio execution context that runs handlers in turns on one thread.
 ///
 /// A loop *is* an io_context (it derives from one), so it binds to code that
@@ -141,8 +150,15 @@ public:
   TURNLOOP_DECL loop_stats stats() const noexcept;
 
 private:
+  friend detail::loop_core& detail::core_of(loop& l) noexcept;
+
   detail::loop_core core_;
 };
+
+inline detail::loop_core& detail::core_of(loop& l) noexcept
+{
+  return l.core_;
+}
 
 /// The executor of a turnloop::loop. Cheap to copy; a tracked copy made on
 /// the loop's thread costs no atomic operation.

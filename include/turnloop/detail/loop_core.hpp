@@ -15,10 +15,12 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
+#include <turnloop/detail/ceiling.hpp>
 #include <turnloop/detail/node_cache.hpp>
 #include <turnloop/detail/op_list.hpp>
 #include <turnloop/detail/operation.hpp>
 #include <turnloop/detail/remote_queue.hpp>
+#include <turnloop/detail/turn_source.hpp>
 
 #include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
@@ -104,6 +106,37 @@ public:
     }
     else
       release_local_work_from_other_thread();
+  }
+
+  /// Registers @p source; its run_ready() is called in turns after it is
+  /// signalled. Any thread. A source stays registered until remove_source.
+  TURNLOOP_DECL void add_source(turn_source& source) noexcept;
+
+  /// Unregisters @p source. Must not run concurrently with the loop (a
+  /// service calls it from its shutdown(), during ~loop).
+  TURNLOOP_DECL void remove_source(turn_source& source) noexcept;
+
+  /// Marks @p source ready and wakes the loop if it is parked. Any thread.
+  void signal(turn_source& source) noexcept
+  {
+    if (!source.signalled_.load(std::memory_order_acquire)
+        && !source.signalled_.exchange(true, std::memory_order_acq_rel))
+    {
+      sources_signalled_.fetch_add(1, std::memory_order_seq_cst);
+      notify();
+    }
+  }
+
+  /// The loop-wide ceilings of config::max_operations and config::max_handles,
+  /// shared by every service that tracks operations or handles.
+  ceiling& operations() noexcept
+  {
+    return operations_;
+  }
+
+  ceiling& handles() noexcept
+  {
+    return handles_;
   }
 
   /// A handler run inline by execute() threw: keep the exception until the
@@ -216,6 +249,7 @@ private:
   TURNLOOP_DECL void run_handler(operation* op);
   TURNLOOP_DECL void retire_remote(std::size_t taken) noexcept;
   TURNLOOP_DECL bool has_work() const noexcept;
+  TURNLOOP_DECL std::size_t run_sources(std::size_t budget);
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
   TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
@@ -256,6 +290,10 @@ private:
   std::atomic<stage> stage_{stage::running};
   std::atomic<std::uint64_t> wakes_{0};
   std::atomic<std::uint64_t> refused_posts_{0};
+  std::atomic<turn_source*> sources_{nullptr};
+  std::atomic<unsigned> sources_signalled_{0};
+  ceiling operations_;
+  ceiling handles_;
 
   class turn_operation final
     : public boost::asio::detail::scheduler_operation

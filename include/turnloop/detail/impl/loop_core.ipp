@@ -23,6 +23,7 @@
 #include <boost/asio/multiple_exceptions.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -45,7 +46,9 @@ TURNLOOP_DECL loop_core::loop_core(boost::asio::io_context& owner,
   : owner_(owner),
     scheduler_(boost::asio::use_service<boost::asio::detail::scheduler>(owner)),
     config_(validated(cfg)),
-    visit_limit_(cfg.events_per_turn)
+    visit_limit_(cfg.events_per_turn),
+    operations_(cfg.max_operations),
+    handles_(cfg.max_handles)
 {
 }
 
@@ -371,6 +374,14 @@ TURNLOOP_DECL void loop_core::visit()
         return;
     }
 
+    // Services' completions (turn sources), within the same budget.
+    if (sources_signalled_.load(std::memory_order_relaxed) != 0)
+    {
+      ran += run_sources(std::min(per_turn, limit - ran));
+      if (ran >= limit || stop_requested_.load(std::memory_order_relaxed))
+        return;
+    }
+
     // Back to the reactor when the queues are empty or this visit has used a
     // turn's budget, so I/O waits at most events_per_turn handlers.
     if (ran >= per_turn || !has_work())
@@ -392,7 +403,55 @@ TURNLOOP_DECL void loop_core::run_handler(operation* op)
 
 TURNLOOP_DECL bool loop_core::has_work() const noexcept
 {
-  return !local_.empty() || remote_.maybe_nonempty();
+  return !local_.empty() || remote_.maybe_nonempty()
+    || sources_signalled_.load(std::memory_order_relaxed) != 0;
+}
+
+TURNLOOP_DECL std::size_t loop_core::run_sources(std::size_t budget)
+{
+  std::size_t ran = 0;
+  for (turn_source* s = sources_.load(std::memory_order_acquire);
+      s && ran < budget; s = s->next_source_)
+  {
+    if (!s->signalled_.load(std::memory_order_relaxed)
+        || !s->signalled_.exchange(false, std::memory_order_acq_rel))
+      continue;
+    sources_signalled_.fetch_sub(1, std::memory_order_relaxed);
+    const std::size_t n = s->run_ready(budget - ran);
+    handlers_run_ += n;
+    ran += n;
+  }
+  return ran;
+}
+
+TURNLOOP_DECL void loop_core::add_source(turn_source& source) noexcept
+{
+  turn_source* head = sources_.load(std::memory_order_relaxed);
+  do
+    source.next_source_ = head;
+  while (!sources_.compare_exchange_weak(head, &source,
+        std::memory_order_release, std::memory_order_relaxed));
+}
+
+TURNLOOP_DECL void loop_core::remove_source(turn_source& source) noexcept
+{
+  // Not concurrent with the loop or with add_source (see the declaration).
+  turn_source* head = sources_.load(std::memory_order_relaxed);
+  if (head == &source)
+    sources_.store(source.next_source_, std::memory_order_relaxed);
+  else
+  {
+    for (turn_source* s = head; s; s = s->next_source_)
+    {
+      if (s->next_source_ == &source)
+      {
+        s->next_source_ = source.next_source_;
+        break;
+      }
+    }
+  }
+  if (source.signalled_.exchange(false, std::memory_order_relaxed))
+    sources_signalled_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
@@ -400,7 +459,8 @@ TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
   // Atomics only: the caller may not own the loop. remote_pending_ is
   // counted before a post is pushed, so it covers pushes still in progress.
   return remote_pending_.load(std::memory_order_seq_cst) != 0
-    || remote_released_work_.load(std::memory_order_seq_cst) != 0;
+    || remote_released_work_.load(std::memory_order_seq_cst) != 0
+    || sources_signalled_.load(std::memory_order_seq_cst) != 0;
 }
 
 // --- the reactor step ------------------------------------------------------------
@@ -434,13 +494,14 @@ TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
   if (parked_here)
     park_state_.store(awake, std::memory_order_relaxed);
   if (remote_pending_.load(std::memory_order_relaxed) == 0
-      && remote_released_work_.load(std::memory_order_relaxed) == 0)
+      && remote_released_work_.load(std::memory_order_relaxed) == 0
+      && sources_signalled_.load(std::memory_order_relaxed) == 0)
     return;
   transient_owner owner(*this, false);
   if (!owner.owns())
     return; // the owner's visit, when it ends, takes what has arrived
   reconcile_released_work();
-  if (!in_queue_ && active_visits_ == 0 && remote_.maybe_nonempty())
+  if (!in_queue_ && active_visits_ == 0 && has_work())
     enqueue_turn();
 }
 
