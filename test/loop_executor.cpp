@@ -171,39 +171,81 @@ BOOST_AUTO_TEST_CASE(copies_and_moves_of_tracked_executors_balance)
   BOOST_TEST(l.run() == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(work_guard_on_the_loop_thread_costs_a_local_unit)
+namespace {
+
+using tracked_executor = asio::require_result<executor,
+  execution::outstanding_work_t::tracked_t>::type;
+
+// Runs @p l on a thread after @p make_work ran in a handler there, waits
+// until the loop is parked with that work as the only thing keeping it, and
+// returns whether run() had returned instead.
+template <typename MakeWork>
+bool returned_instead_of_parking(turnloop::loop& l, std::thread& runner,
+    std::atomic<bool>& returned, MakeWork make_work)
 {
-  turnloop::loop l;
-  int ran = 0;
+  std::atomic<pid_t> tid{0};
   asio::post(l, [&] {
-    // Made on the loop thread: counted without atomics, and still keeps the
-    // loop alive until it is reset from a later handler.
-    auto guard = std::make_shared<asio::executor_work_guard<executor>>(
-        l.get_executor());
-    asio::post(l, [&, guard] { ++ran; guard->reset(); });
+    make_work();
+    tid = test::this_thread_id();
   });
-  BOOST_TEST(l.run() == 2u);
-  BOOST_TEST(ran == 1);
+  runner = std::thread([&] { l.run(); returned = true; });
+  test::wait_for([&] { return tid.load() != 0; });
+  test::wait_for([&] { return returned.load() || test::parked_in_epoll(tid); });
+  return returned.load();
 }
 
-BOOST_AUTO_TEST_CASE(a_local_unit_released_on_another_thread_ends_run,
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_tracked_copy_made_on_the_loop_thread_keeps_run_alive,
+    * test::threads_label())
+{
+  // Made inside a handler, the copy's unit of work is a plain counter (no
+  // atomics); it must still be the work that keeps run() from returning.
+  turnloop::loop l;
+  std::optional<tracked_executor> work;
+  std::atomic<bool> returned{false};
+  std::thread runner;
+  BOOST_TEST(!returned_instead_of_parking(l, runner, returned, [&] {
+    work.emplace(asio::prefer(l.get_executor(),
+          execution::outstanding_work.tracked));
+  }));
+  asio::post(l, [&] { work.reset(); }); // released on the loop thread
+  runner.join();
+  BOOST_TEST(l.stopped());
+}
+
+BOOST_AUTO_TEST_CASE(a_loop_thread_unit_released_on_another_thread_ends_run,
     * test::threads_label())
 {
   turnloop::loop l;
-  std::optional<asio::executor_work_guard<executor>> guard;
-  std::atomic<bool> made{false};
-  std::thread releaser;
-  asio::post(l, [&] {
-    guard.emplace(l.get_executor());
-    releaser = std::thread([&] {
-      test::wait_for([&] { return made.load(); });
-      guard.reset(); // releases a loop-thread unit from this thread
-    });
-    made = true;
-  });
-  BOOST_TEST(l.run() == 1u);
-  releaser.join();
+  std::optional<tracked_executor> work;
+  std::atomic<bool> returned{false};
+  std::thread runner;
+  BOOST_TEST(!returned_instead_of_parking(l, runner, returned, [&] {
+    work.emplace(asio::prefer(l.get_executor(),
+          execution::outstanding_work.tracked));
+  }));
+  work.reset(); // a loop-thread unit released here must wake the loop
+  BOOST_TEST(test::wait_for([&] { return returned.load(); }));
+  runner.join();
   BOOST_TEST(l.stopped());
+}
+
+BOOST_AUTO_TEST_CASE(a_work_guard_keeps_run_alive_through_the_ts_members,
+    * test::threads_label())
+{
+  // executor_work_guard uses on_work_started()/on_work_finished() for an
+  // executor that has them: units any thread may release.
+  turnloop::loop l;
+  std::optional<asio::executor_work_guard<executor>> guard;
+  std::atomic<bool> returned{false};
+  std::thread runner;
+  BOOST_TEST(!returned_instead_of_parking(l, runner, returned, [&] {
+    guard.emplace(l.get_executor());
+  }));
+  guard.reset();
+  BOOST_TEST(test::wait_for([&] { return returned.load(); }));
+  runner.join();
 }
 
 BOOST_AUTO_TEST_CASE(networking_ts_members_work)

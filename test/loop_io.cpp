@@ -22,6 +22,9 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <memory>
+#include <stdexcept>
+#include <vector>
 #include <csignal>
 #include <ctime>
 #include <thread>
@@ -275,4 +278,86 @@ BOOST_AUTO_TEST_CASE(the_reactor_is_polled_once_per_turn_budget_not_per_handler)
   BOOST_TEST(s.reactor_runs <= 10000u / 64 + 3);
   BOOST_TEST(s.os_waits == 0u);
   BOOST_TEST(s.turns >= 10000u); // one handler ready per turn
+}
+
+namespace {
+
+// Timers that are already due: all become ready in one reactor run.
+struct due_timers
+{
+  std::vector<std::unique_ptr<asio::steady_timer>> timers;
+
+  due_timers(turnloop::loop& l, int n)
+  {
+    for (int i = 0; i < n; ++i)
+      timers.push_back(std::make_unique<asio::steady_timer>(l,
+            std::chrono::steady_clock::now() - 1s));
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(io_completions_run_in_the_reactor_step_within_the_budget)
+{
+  // Ten timers ready at once and a budget of four: four complete in the
+  // reactor step, the other six are handed to the scheduler, and all ten run.
+  turnloop::config c;
+  c.events_per_turn = 4;
+  turnloop::loop l(c);
+  due_timers due(l, 10);
+  int ran = 0;
+  for (auto& t : due.timers)
+    t->async_wait([&](boost::system::error_code ec) { BOOST_TEST(!ec); ++ran; });
+  BOOST_TEST(l.run() == 10u);
+  BOOST_TEST(ran == 10);
+  BOOST_TEST(l.stats().io_completions == 4u);
+}
+
+BOOST_AUTO_TEST_CASE(an_io_handler_that_throws_in_the_reactor_step_loses_nothing)
+{
+  turnloop::loop l;
+  due_timers due(l, 3);
+  int ran = 0;
+  due.timers[0]->async_wait([&](boost::system::error_code) {
+    ++ran;
+    throw std::runtime_error("from a timer");
+  });
+  for (int i = 1; i < 3; ++i)
+    due.timers[i]->async_wait([&](boost::system::error_code) { ++ran; });
+  BOOST_CHECK_THROW(l.run(), std::runtime_error);
+  BOOST_TEST(ran == 1);
+  BOOST_TEST(!l.stopped());
+  BOOST_TEST(l.run() == 2u);
+  BOOST_TEST(ran == 3);
+}
+
+BOOST_AUTO_TEST_CASE(stop_from_an_io_handler_leaves_the_rest_for_later)
+{
+  turnloop::loop l;
+  due_timers due(l, 3);
+  int ran = 0;
+  due.timers[0]->async_wait([&](boost::system::error_code) { ++ran; l.stop(); });
+  for (int i = 1; i < 3; ++i)
+    due.timers[i]->async_wait([&](boost::system::error_code) { ++ran; });
+  BOOST_TEST(l.run() == 1u);
+  BOOST_TEST(ran == 1);
+  l.restart();
+  BOOST_TEST(l.run() == 2u);
+  BOOST_TEST(ran == 3);
+}
+
+BOOST_AUTO_TEST_CASE(run_one_runs_one_io_completion_at_a_time)
+{
+  turnloop::loop l;
+  due_timers due(l, 3);
+  int ran = 0;
+  for (auto& t : due.timers)
+    t->async_wait([&](boost::system::error_code) { ++ran; });
+  BOOST_TEST(l.run_one() == 1u);
+  BOOST_TEST(ran == 1);
+  BOOST_TEST(l.poll_one() == 1u);
+  BOOST_TEST(ran == 2);
+  BOOST_TEST(l.run_one() == 1u);
+  BOOST_TEST(ran == 3);
+  BOOST_TEST(l.run_one() == 0u);
 }

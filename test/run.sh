@@ -2,7 +2,8 @@
 # Builds and runs turnloop's whole test suite:
 #   1. every module, optimised (variant=release);
 #   2. every module under AddressSanitizer + UndefinedBehaviorSanitizer;
-#   3. the cases labelled "threads" under ThreadSanitizer.
+#   3. the cases labelled "threads" under ThreadSanitizer;
+#   4. every program in example/ (each runs to completion and exits 0).
 # Installs what is missing first (.ci/install-deps). Ends with one line,
 # "N passed, N failed", counting test cases over the three runs; exits non-zero
 # if anything failed.
@@ -96,6 +97,25 @@ for variant in release asan tsan; do
     fi
   done
 done
+
+# Examples: each is a self-checking program; one case each.
+echo "building examples..."
+if b2 -j"$jobs" -q example >bin/build-examples.log 2>&1; then
+  for source in example/*.cpp; do
+    name=$(basename "$source" .cpp)
+    start=$SECONDS
+    if timeout 120 "stage/example/$name" --once >"bin/example-$name.log" 2>&1; then
+      passed=$((passed + 1)); status="1 passed   0 failed"
+    else
+      failed=$((failed + 1)); failures+=("example/$name"); status="0 passed   1 failed"
+      sed 's/^/    /' "bin/example-$name.log" | tail -20
+    fi
+    printf '%-6s %-28s    %s  (%ds)\n' example "$name" "$status" $((SECONDS - start))
+  done
+else
+  grep -E "error|failed" bin/build-examples.log | head -40
+  failed=$((failed + 1)); failures+=("build examples")
+fi
 
 if [ ${#failures[@]} -ne 0 ]; then
   echo "failures: ${failures[*]}"

@@ -15,9 +15,13 @@ namespace turnloop {
 /// Counters of a loop. Totals count since construction.
 struct loop_stats
 {
-  /// Handlers run from the loop's own queues (not I/O completions, which
-  /// Asio's scheduler runs directly).
+  /// Handlers run from the loop's own queues and services.
   std::uint64_t handlers_run = 0;
+
+  /// I/O and timer completions run in the loop's reactor step. (Completions
+  /// that arrive by other routes, such as a read that completed at once,
+  /// are run by Asio's scheduler and not counted here.)
+  std::uint64_t io_completions = 0;
 
   /// Turns: one pass over the loop's queue and its cross-thread posts.
   std::uint64_t turns = 0;

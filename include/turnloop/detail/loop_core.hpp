@@ -22,6 +22,7 @@
 #include <turnloop/detail/remote_queue.hpp>
 #include <turnloop/detail/turn_source.hpp>
 
+#include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
 #include <boost/asio/io_context.hpp>
@@ -253,8 +254,24 @@ private:
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
   TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
+  TURNLOOP_DECL bool completes_io_here() const noexcept;
+  TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
+      boost::asio::detail::scheduler_operation>& ready);
+  // Counters from which a run() call works out how many handlers it ran.
+  struct progress
+  {
+    std::uint64_t visits;
+    std::uint64_t handlers;
+    std::uint64_t io;
+  };
+
+  progress progress_now() const noexcept
+  {
+    return {visits_, handlers_run_, io_completions_};
+  }
+
   TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
-      std::uint64_t visits_before, std::uint64_t handlers_before) const noexcept;
+      const progress& before) const noexcept;
 
   // The thread that runs a loop, and the loop it runs.
   static inline thread_local loop_core* current_ = nullptr;
@@ -273,6 +290,7 @@ private:
   std::size_t visit_limit_;
   std::exception_ptr pending_exception_;
   std::uint64_t handlers_run_ = 0;
+  std::uint64_t io_completions_ = 0;
   std::uint64_t turns_ = 0;
   std::uint64_t visits_ = 0;
   std::uint64_t reactor_runs_ = 0;

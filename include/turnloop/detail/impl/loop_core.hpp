@@ -88,12 +88,14 @@ std::size_t loop_core::run_until(
   std::size_t n = 0;
   for (;;)
   {
-    const std::uint64_t visits = visits_;
-    const std::uint64_t handlers = handlers_run_;
-    const std::size_t ops = owner_.io_context::run_one_until(t);
-    if (ops == 0)
+    // A call can run handlers in the reactor step and still report no
+    // scheduler operation, so stop only when one makes no progress at all.
+    const progress before = progress_now();
+    const std::size_t ran = handlers_since(
+        owner_.io_context::run_one_until(t), before);
+    if (ran == 0)
       return n;
-    n += handlers_since(ops, visits, handlers);
+    n += ran;
   }
 }
 
@@ -105,12 +107,11 @@ std::size_t loop_core::run_one_until(
   limit_scope limit(*this, 1);
   for (;;)
   {
-    const std::uint64_t visits = visits_;
-    const std::uint64_t handlers = handlers_run_;
+    const progress before = progress_now();
     const std::size_t ops = owner_.io_context::run_one_until(t);
     if (ops == 0)
       return 0;
-    if (handlers_since(ops, visits, handlers) != 0)
+    if (handlers_since(ops, before) != 0)
       return 1;
   }
 }

@@ -20,6 +20,9 @@
 #include <turnloop/detail/turn_reactor.hpp>
 #include <turnloop/loop_stats.hpp>
 
+#include <boost/asio/detail/call_stack.hpp>
+#include <boost/asio/detail/scheduler_thread_info.hpp>
+#include <boost/asio/detail/thread_context.hpp>
 #include <boost/asio/multiple_exceptions.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -505,32 +508,128 @@ TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
     enqueue_turn();
 }
 
+namespace {
+
+// The epoll result Asio's scheduler hands to a completed reactor operation
+// lives in a protected member; a pointer to it, taken through a derived
+// class, may be applied to any operation.
+struct task_result_access : boost::asio::detail::scheduler_operation
+{
+  static unsigned of(const scheduler_operation& op) noexcept
+  {
+    return op.*(&task_result_access::task_result_);
+  }
+};
+
+} // namespace
+
+TURNLOOP_DECL bool loop_core::completes_io_here() const noexcept
+{
+  // Only on the loop's own thread, outside a visit, and not for run_one()
+  // or poll_one(), which must run exactly one handler.
+  return running_in_this_thread() && active_visits_ == 0 && visit_limit_ > 1;
+}
+
+TURNLOOP_DECL void loop_core::complete_io(
+    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ready)
+{
+  // The I/O step of the turn: the operations the reactor found ready
+  // (sockets, timers) complete here, up to a turn's budget, instead of each
+  // taking a round trip through the scheduler's locked queue.
+  //
+  // Only operations the reactor returned: each carries a unit of work the
+  // scheduler has already counted (or none, for a descriptor with nothing
+  // completed, which compensates itself), so a handler releasing other work
+  // can never take the scheduler's count to zero under it. Operations queued
+  // while this runs (the loop's turn, speculative completions) wait in the
+  // scheduler's private queue as usual.
+  using boost::asio::detail::scheduler_thread_info;
+  auto* this_thread = static_cast<scheduler_thread_info*>(
+      boost::asio::detail::call_stack<boost::asio::detail::thread_context,
+        boost::asio::detail::thread_info_base>::contains(&scheduler_));
+  if (!this_thread)
+    return;
+
+  // Each completed operation consumes one unit of work, as the scheduler's
+  // own work_cleanup does after it completes one; a post made by the handler
+  // is still in private_outstanding_work and takes that unit over.
+  struct consume_work
+  {
+    boost::asio::detail::scheduler& scheduler;
+    scheduler_thread_info& thread;
+    ~consume_work()
+    {
+      if (thread.private_outstanding_work > 0)
+        --thread.private_outstanding_work;
+      else
+        scheduler.work_finished();
+    }
+  };
+
+  const boost::system::error_code no_error;
+  for (std::size_t budget = config_.events_per_turn; budget != 0; --budget)
+  {
+    boost::asio::detail::scheduler_operation* op = ready.front();
+    if (!op || stop_requested_.load(std::memory_order_relaxed))
+      return;
+    ready.pop();
+    const unsigned result = task_result_access::of(*op);
+    ++io_completions_;
+    {
+      consume_work cleanup{scheduler_, *this_thread};
+      op->complete(&scheduler_, no_error, result);
+    }
+    this_thread->rethrow_pending_exception();
+  }
+}
+
 TURNLOOP_DECL void turn_reactor::run(long usec,
     boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ops)
 {
   const bool parked_here = core_.prepare_to_park(usec);
-  epoll_reactor::run(usec, ops);
+  if (!core_.completes_io_here())
+  {
+    epoll_reactor::run(usec, ops);
+    core_.after_reactor_run(parked_here);
+    return;
+  }
+
+  // What the reactor returns but the turn's budget (or a throwing handler)
+  // leaves is handed to the scheduler, which queues it ahead of the next
+  // reactor run, as epoll_reactor requires.
+  struct hand_over
+  {
+    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
+    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
+    ~hand_over()
+    {
+      ops.push(ready);
+    }
+  } rest{{}, ops};
+  epoll_reactor::run(usec, rest.ready);
   core_.after_reactor_run(parked_here);
+  core_.complete_io(rest.ready);
 }
 
 // --- driving -------------------------------------------------------------------
 
 TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
-    std::uint64_t visits_before, std::uint64_t handlers_before) const noexcept
+    const progress& before) const noexcept
 {
-  // The scheduler counts a visit as one operation; report handlers instead.
-  const std::uint64_t visits = visits_ - visits_before;
+  // The scheduler counts a visit as one operation and does not see I/O
+  // completed in the reactor step; report handlers instead.
+  const std::uint64_t visits = visits_ - before.visits;
   const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
-  return static_cast<std::size_t>(others + (handlers_run_ - handlers_before));
+  return static_cast<std::size_t>(others + (handlers_run_ - before.handlers)
+      + (io_completions_ - before.io));
 }
 
 TURNLOOP_DECL std::size_t loop_core::run()
 {
   run_scope scope(*this);
-  const std::uint64_t visits = visits_;
-  const std::uint64_t handlers = handlers_run_;
-  return handlers_since(owner_.io_context::run(), visits, handlers);
+  const progress before = progress_now();
+  return handlers_since(owner_.io_context::run(), before);
 }
 
 TURNLOOP_DECL std::size_t loop_core::run_one()
@@ -539,12 +638,11 @@ TURNLOOP_DECL std::size_t loop_core::run_one()
   limit_scope limit(*this, 1);
   for (;;)
   {
-    const std::uint64_t visits = visits_;
-    const std::uint64_t handlers = handlers_run_;
+    const progress before = progress_now();
     const std::size_t ops = owner_.io_context::run_one();
     if (ops == 0)
       return 0;
-    if (handlers_since(ops, visits, handlers) != 0)
+    if (handlers_since(ops, before) != 0)
       return 1;
   }
 }
@@ -552,9 +650,8 @@ TURNLOOP_DECL std::size_t loop_core::run_one()
 TURNLOOP_DECL std::size_t loop_core::poll()
 {
   run_scope scope(*this);
-  const std::uint64_t visits = visits_;
-  const std::uint64_t handlers = handlers_run_;
-  return handlers_since(owner_.io_context::poll(), visits, handlers);
+  const progress before = progress_now();
+  return handlers_since(owner_.io_context::poll(), before);
 }
 
 TURNLOOP_DECL std::size_t loop_core::poll_one()
@@ -563,12 +660,11 @@ TURNLOOP_DECL std::size_t loop_core::poll_one()
   limit_scope limit(*this, 1);
   for (;;)
   {
-    const std::uint64_t visits = visits_;
-    const std::uint64_t handlers = handlers_run_;
+    const progress before = progress_now();
     const std::size_t ops = owner_.io_context::poll_one();
     if (ops == 0)
       return 0;
-    if (handlers_since(ops, visits, handlers) != 0)
+    if (handlers_since(ops, before) != 0)
       return 1;
   }
 }
@@ -592,6 +688,7 @@ TURNLOOP_DECL void loop_core::restart()
 TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
 {
   s.handlers_run = handlers_run_;
+  s.io_completions = io_completions_;
   s.turns = turns_;
   s.reactor_runs = reactor_runs_;
   s.os_waits = parks_;
