@@ -3,7 +3,9 @@
 #   1. every module, optimised (variant=release);
 #   2. every module under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the cases labelled "threads" under ThreadSanitizer;
-#   4. every program in example/ (each runs to completion and exits 0).
+#   4. every program in example/ (each runs to completion and exits 0);
+#   5. the benchmark suite's quick mode once, to prove it still works (a
+#      benchmark is not a test: only its own checks of the work done count).
 # Installs what is missing first (.ci/install-deps). Ends with one line,
 # "N passed, N failed", counting test cases over the three runs; exits non-zero
 # if anything failed.
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 
 jobs=$(nproc)
 modules=("$@")
+modules_given=("$@")
 if [ ${#modules[@]} -eq 0 ]; then
   for source in test/*.cpp; do
     name=$(basename "$source" .cpp)
@@ -115,6 +118,18 @@ if b2 -j"$jobs" -q example >bin/build-examples.log 2>&1; then
 else
   grep -E "error|failed" bin/build-examples.log | head -40
   failed=$((failed + 1)); failures+=("build examples")
+fi
+
+# The benchmarks' quick mode: one case.
+if [ ${#modules_given[@]} -eq 0 ]; then
+  start=$SECONDS
+  if bench/run.sh --quick >bin/bench-quick.log 2>&1; then
+    passed=$((passed + 1)); status="1 passed   0 failed"
+  else
+    failed=$((failed + 1)); failures+=("bench --quick"); status="0 passed   1 failed"
+    tail -30 bin/bench-quick.log | sed 's/^/    /'
+  fi
+  printf '%-6s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
 fi
 
 if [ ${#failures[@]} -ne 0 ]; then
