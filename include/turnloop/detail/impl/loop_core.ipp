@@ -204,6 +204,9 @@ TURNLOOP_DECL void loop_core::notify() noexcept
   // blocks or this load sees parked.
   if (park_state_.load(std::memory_order_seq_cst) != parked)
     return;
+  // Nobody runs a loop that is being destroyed, and its reactor may be gone.
+  if (stage_.load(std::memory_order_acquire) != stage::running)
+    return;
   int expected = parked;
   if (park_state_.compare_exchange_strong(expected, notified,
         std::memory_order_seq_cst))
@@ -226,8 +229,7 @@ TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
 TURNLOOP_DECL void loop_core::release_local_work_from_other_thread() noexcept
 {
   remote_released_work_.fetch_add(1, std::memory_order_seq_cst);
-  if (stage_.load(std::memory_order_acquire) == stage::running)
-    notify();
+  notify();
 }
 
 TURNLOOP_DECL void loop_core::reconcile_released_work() noexcept
