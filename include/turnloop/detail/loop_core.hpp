@@ -247,7 +247,7 @@ private:
   TURNLOOP_DECL void notify() noexcept;
   TURNLOOP_DECL void enqueue_turn() noexcept;
   TURNLOOP_DECL void visit();
-  TURNLOOP_DECL void run_handler(operation* op);
+  [[noreturn]] TURNLOOP_DECL void rethrow_pending_exception();
   TURNLOOP_DECL void retire_remote(std::size_t taken) noexcept;
   TURNLOOP_DECL bool has_work() const noexcept;
   TURNLOOP_DECL std::size_t run_sources(std::size_t budget);

@@ -348,6 +348,7 @@ TURNLOOP_DECL void loop_core::visit()
   for (;;)
   {
     ++turns_;
+    const std::size_t ran_before = ran;
 
     // Cross-thread posts that have arrived join the loop's own queue behind
     // the handlers already there (at most a turn's budget of them), so one
@@ -374,7 +375,10 @@ TURNLOOP_DECL void loop_core::visit()
       operation* op = local_.pop_front();
       if (!op)
         break; // a nested run() took it
-      run_handler(op);
+      ++handlers_run_;
+      op->complete(&node_cache_);
+      if (pending_exception_) [[unlikely]]
+        rethrow_pending_exception();
       if (++ran >= limit || stop_requested_.load(std::memory_order_relaxed))
         return;
     }
@@ -387,23 +391,19 @@ TURNLOOP_DECL void loop_core::visit()
         return;
     }
 
-    // Back to the reactor when the queues are empty or this visit has used a
-    // turn's budget, so I/O waits at most events_per_turn handlers.
-    if (ran >= per_turn || !has_work())
+    // Back to the reactor when this visit has used a turn's budget, so I/O
+    // waits at most events_per_turn handlers; or when a turn found nothing
+    // to run (a cross-thread post still being pushed is picked up later).
+    if (ran >= per_turn || ran == ran_before)
       return;
   }
 }
 
-TURNLOOP_DECL void loop_core::run_handler(operation* op)
+TURNLOOP_DECL void loop_core::rethrow_pending_exception()
 {
-  ++handlers_run_;
-  op->complete(&node_cache_);
-  if (pending_exception_)
-  {
-    std::exception_ptr e = std::move(pending_exception_);
-    pending_exception_ = nullptr;
-    std::rethrow_exception(e);
-  }
+  std::exception_ptr e = std::move(pending_exception_);
+  pending_exception_ = nullptr;
+  std::rethrow_exception(e);
 }
 
 TURNLOOP_DECL bool loop_core::has_work() const noexcept
