@@ -11,6 +11,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
@@ -20,6 +21,7 @@
 
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace test {
@@ -72,6 +74,50 @@ inline bool parked_in_epoll(pid_t tid)
   std::string timeout;
   f >> number >> fd >> events >> max_events >> timeout;
   return number == std::to_string(SYS_epoll_wait) && timeout == "0xffffffff";
+}
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM, ...), or -1.
+inline long status_kib(const std::string& field)
+{
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.compare(0, field.size() + 1, field + ":") == 0)
+      return std::stol(line.substr(field.size() + 1));
+  return -1;
+}
+
+/// Runs @p work in a child process and returns how far its resident set
+/// grew at its peak, in KiB (VmHWM at the end against VmRSS at the start),
+/// or -1 if the child failed. A forked child starts a high-water mark of its
+/// own, and freeing memory does not lower it, so each measurement needs a
+/// process of its own and sees the most @p work ever held.
+template <typename Work>
+long peak_rss_growth_in_child_kib(Work work)
+{
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return -1;
+  const pid_t child = ::fork();
+  if (child == 0)
+  {
+    ::close(fds[0]);
+    const long before = status_kib("VmRSS");
+    work();
+    const long peak = std::max(status_kib("VmHWM"), status_kib("VmRSS"));
+    const long growth = peak - before;
+    const bool written = ::write(fds[1], &growth, sizeof growth) == sizeof growth;
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(fds[1]);
+  long growth = -1;
+  if (child < 0 || ::read(fds[0], &growth, sizeof growth) != sizeof growth)
+    growth = -1;
+  ::close(fds[0]);
+  int status = 0;
+  if (child > 0)
+    ::waitpid(child, &status, 0);
+  return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? growth : -1;
 }
 
 /// Label for cases that exercise several threads; test/run.sh runs these
