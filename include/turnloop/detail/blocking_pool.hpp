@@ -12,8 +12,8 @@
 //   on its way): it takes a job and, if more are queued, wakes the next. So
 //   a burst of submissions costs the loop one wake at most, and no worker is
 //   woken only to find the queue empty.
-// - The loop hands over the jobs submitted while it delivers results in one
-//   batch (stage(), then flush()): one lock for many jobs.
+// - The loop hands over the jobs submitted while it delivers results in
+//   batches (stage(), then flush()): one lock for several jobs.
 // - A long job gets a thread of its own, created when the job is submitted
 //   and gone when it ends; it is never queued.
 // - A finished job is pushed into the result ring, a Boost.Lockfree
@@ -214,7 +214,7 @@ private:
   class signals_blocked;
 
   // How long an idle worker looks out for a new job before it sleeps.
-  static constexpr std::chrono::microseconds spin_time{20};
+  static constexpr std::chrono::microseconds spin_time{50};
 
   static void raise_to(std::atomic<std::size_t>& high_water,
       std::size_t value) noexcept

@@ -86,6 +86,10 @@ private:
 
   using owned_job = std::unique_ptr<blocking_job, blocking_job::deleter>;
 
+  // Jobs staged during a delivery go to the workers at least this many at a
+  // time: one lock for several, yet workers start before the delivery ends.
+  static constexpr std::size_t stage_max = 8;
+
   TURNLOOP_DECL void shutdown() override;
   TURNLOOP_DECL std::size_t run_ready(std::size_t budget) override;
 

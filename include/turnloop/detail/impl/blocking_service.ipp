@@ -97,13 +97,14 @@ TURNLOOP_DECL void blocking_service::start(blocking_job* job,
     pool_->enqueue(job);
   else
   {
-    // Submitted by a completion handler: queued with the others at the end
-    // of the delivery. The signal lets a nested run() inside a handler take
-    // them as well (its turn calls run_ready, which flushes on its way out).
+    // Submitted by a completion handler: handed over with others, a few at
+    // a time, the rest at the end of the delivery. The signal lets a nested
+    // run() inside a handler take them too (its turn calls run_ready, which
+    // flushes on its way out).
     if (!pool_->has_staged())
       core_.signal(*this);
     pool_->stage(job);
-    if (pool_->staged() == 8)
+    if (pool_->staged() == stage_max)
       pool_->flush();
   }
 }
