@@ -42,7 +42,7 @@
 #include <tuple>
 #include <vector>
 
-#include "support.hpp"
+#include "blocking_support.hpp"
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -60,26 +60,6 @@ struct disk_error : std::runtime_error
   }
 };
 
-// Jobs wait on this until the test opens it (or the deadline passes).
-struct gate
-{
-  std::atomic<bool> open{false};
-
-  bool wait() const
-  {
-    return test::wait_for([this] { return open.load(); });
-  }
-};
-
-// Every bounded job has left the queue and its worker: its result is in the
-// ring, waiting for a turn. Call on the loop's thread.
-bool all_results_in_ring(turnloop::loop& l)
-{
-  return test::wait_for([&] {
-    const turnloop::blocking_stats s = turnloop::blocking_statistics(l);
-    return s.queued == 0 && s.busy == 0;
-  });
-}
 
 } // namespace
 
@@ -415,7 +395,7 @@ BOOST_AUTO_TEST_CASE(a_handler_that_throws_leaves_the_other_results_for_the_next
   asio::post(l, [&] {
     turnloop::async_blocking(l, [] { return 1; }, throwing);
     turnloop::async_blocking(l, [] { return 2; }, throwing);
-    BOOST_TEST(all_results_in_ring(l)); // both arrive in one turn
+    BOOST_TEST(test::all_results_in_ring(l)); // both arrive in one turn
   });
   BOOST_CHECK_THROW(l.run(), std::runtime_error);
   BOOST_TEST(delivered == 1);
@@ -433,7 +413,7 @@ BOOST_AUTO_TEST_CASE(cancelled_before_it_starts_the_job_never_runs_and_is_aborte
   turnloop::config c;
   c.blocking.threads = 1;
   turnloop::loop l(c);
-  gate first_may_end;
+  test::gate first_may_end;
   std::atomic<bool> second_ran{false};
   asio::cancellation_signal cancel;
   error_code second_ec;
@@ -504,7 +484,7 @@ BOOST_AUTO_TEST_CASE(a_job_without_a_stop_token_runs_to_its_end_when_cancelled)
 {
   turnloop::loop l;
   std::atomic<bool> started{false};
-  gate may_end;
+  test::gate may_end;
   asio::cancellation_signal cancel;
   int value = 0;
   error_code got;
@@ -545,7 +525,7 @@ BOOST_AUTO_TEST_CASE(cancelling_a_finished_job_changes_nothing)
             BOOST_TEST(!ec);
             value = v;
           }));
-    BOOST_TEST(all_results_in_ring(l));
+    BOOST_TEST(test::all_results_in_ring(l));
     cancel.emit(asio::cancellation_type::terminal);
   });
   l.run();
@@ -590,7 +570,7 @@ BOOST_AUTO_TEST_CASE(run_does_not_return_while_a_job_is_undelivered)
 {
   turnloop::loop l;
   std::atomic<pid_t> loop_tid{0};
-  gate may_end;
+  test::gate may_end;
   bool delivered = false;
   asio::post(l, [&] {
     loop_tid = test::this_thread_id();
@@ -624,7 +604,7 @@ BOOST_AUTO_TEST_CASE(results_are_delivered_within_the_turn_budget)
             ++delivered;
           });
     }
-    BOOST_TEST(all_results_in_ring(l));
+    BOOST_TEST(test::all_results_in_ring(l));
   });
   l.run();
   BOOST_TEST(delivered == 40);
@@ -639,7 +619,7 @@ BOOST_AUTO_TEST_CASE(results_made_ready_while_the_loop_is_parked_cost_few_wakes)
   auto guard = asio::make_work_guard(l);
   std::atomic<pid_t> loop_tid{0};
   std::atomic<int> delivered{0};
-  gate may_end;
+  test::gate may_end;
   asio::post(l, [&] {
     loop_tid = test::this_thread_id();
     for (int i = 0; i < 200; ++i)

@@ -29,32 +29,12 @@
 
 #include <unistd.h>
 
-#include "support.hpp"
+#include "blocking_support.hpp"
 
 namespace asio = boost::asio;
 using boost::system::error_code;
 
 namespace {
-
-struct gate
-{
-  std::atomic<bool> open{false};
-
-  bool wait() const
-  {
-    return test::wait_for([this] { return open.load(); });
-  }
-};
-
-// Every bounded job has left the queue and its worker: finished jobs are all
-// in the ring. Call on the loop's thread.
-bool all_results_in_ring(turnloop::loop& l)
-{
-  return test::wait_for([&] {
-    const turnloop::blocking_stats s = turnloop::blocking_statistics(l);
-    return s.queued == 0 && s.busy == 0;
-  });
-}
 
 // What happened to one submission.
 struct outcome
@@ -67,7 +47,7 @@ struct outcome
 
 // Submits job @p i: it waits for @p g, then returns i.
 void submit(turnloop::loop& l, bool long_job, std::deque<outcome>& outcomes,
-    gate& g)
+    test::gate& g)
 {
   const int i = static_cast<int>(outcomes.size());
   outcome& o = outcomes.emplace_back();
@@ -220,13 +200,13 @@ BOOST_AUTO_TEST_CASE(the_adversarial_sequence_fills_the_ring_exactly_and_loses_n
   c.blocking.max_undelivered = 16;
   turnloop::loop l(c);
   std::deque<outcome> outcomes;
-  std::deque<gate> gates;
+  std::deque<test::gate> gates;
   std::size_t full_rounds = 0;
 
   asio::post(l, [&] {
     for (int round = 0; round < 8; ++round)
     {
-      gate& g = gates.emplace_back();
+      test::gate& g = gates.emplace_back();
       // Bounded jobs until refused, then long ones until refused.
       for (bool long_job : {false, true})
       {
@@ -240,7 +220,7 @@ BOOST_AUTO_TEST_CASE(the_adversarial_sequence_fills_the_ring_exactly_and_loses_n
       }
       // Let this round's jobs finish; their results wait in the ring.
       g.open = true;
-      BOOST_TEST(all_results_in_ring(l));
+      BOOST_TEST(test::all_results_in_ring(l));
       BOOST_TEST(test::wait_for([&] {
         return turnloop::blocking_statistics(l).long_threads == 0;
       }));
@@ -288,7 +268,7 @@ BOOST_AUTO_TEST_CASE(a_finished_job_holds_its_credit_until_it_is_delivered)
   c.blocking.max_undelivered = 2;
   turnloop::loop l(c);
   std::deque<outcome> outcomes;
-  gate open;
+  test::gate open;
   open.open = true;
   // Once both are delivered, the credit is back.
   std::function<void()> after_delivery = [&] {
@@ -300,7 +280,7 @@ BOOST_AUTO_TEST_CASE(a_finished_job_holds_its_credit_until_it_is_delivered)
   asio::post(l, [&] {
     submit(l, false, outcomes, open);
     submit(l, false, outcomes, open);
-    BOOST_TEST(all_results_in_ring(l)); // both workers are done...
+    BOOST_TEST(test::all_results_in_ring(l)); // both workers are done...
     submit(l, false, outcomes, open);   // ...but the credit is not back
     asio::post(l, after_delivery);
   });
@@ -320,7 +300,7 @@ BOOST_AUTO_TEST_CASE(a_full_queue_refuses_in_a_later_turn_and_the_job_never_runs
   c.blocking.queue_capacity = 2;
   turnloop::loop l(c);
   std::deque<outcome> outcomes;
-  gate g;
+  test::gate g;
   bool refusal_was_inline = true;
   asio::post(l, [&] {
     submit(l, false, outcomes, g);
@@ -350,7 +330,7 @@ BOOST_AUTO_TEST_CASE(long_jobs_beyond_long_threads_max_are_refused)
   c.blocking.long_threads_max = 1;
   turnloop::loop l(c);
   std::deque<outcome> outcomes;
-  gate g;
+  test::gate g;
   asio::post(l, [&] {
     submit(l, true, outcomes, g);
     submit(l, true, outcomes, g);
@@ -371,7 +351,7 @@ BOOST_AUTO_TEST_CASE(admitted_jobs_count_against_the_loops_max_operations)
   turnloop::detail::ceiling& operations =
     turnloop::detail::core_of(l).operations();
   std::deque<outcome> outcomes;
-  gate g;
+  test::gate g;
   std::size_t in_use = 0;
   asio::post(l, [&] {
     for (int i = 0; i < 4; ++i)

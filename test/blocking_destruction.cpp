@@ -24,7 +24,7 @@
 #include <stop_token>
 #include <thread>
 
-#include "support.hpp"
+#include "blocking_support.hpp"
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -100,10 +100,7 @@ BOOST_AUTO_TEST_CASE(results_waiting_for_a_turn_are_dropped_with_their_handlers)
         turnloop::async_blocking(l, [t] { ++t->jobs_ran; return 0; },
             counting_handler(t));
       }
-      BOOST_TEST(test::wait_for([&] {
-        const turnloop::blocking_stats s = turnloop::blocking_statistics(l);
-        return s.queued == 0 && s.busy == 0;
-      }));
+      BOOST_TEST(test::all_results_in_ring(l));
     });
     l.run_one();
     BOOST_TEST(turnloop::blocking_statistics(l).undelivered == 20u);
