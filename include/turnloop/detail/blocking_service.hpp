@@ -86,8 +86,9 @@ private:
 
   using owned_job = std::unique_ptr<blocking_job, blocking_job::deleter>;
 
-  // Jobs staged during a delivery go to the workers at least this many at a
-  // time: one lock for several, yet workers start before the delivery ends.
+  // Jobs staged during a delivery go to the workers each time this many
+  // have gathered, and the rest at its end: one lock for several, yet the
+  // workers start before a long delivery ends.
   static constexpr std::size_t stage_max = 8;
 
   TURNLOOP_DECL void shutdown() override;
