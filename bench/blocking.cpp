@@ -7,12 +7,14 @@
 //
 // The stock side posts each job to an asio::thread_pool whose job posts the
 // result back to the context through a tracked executor, as hand-written
-// Asio code does today. turnloop's side will go through the loop's own
-// blocking service (turnloop::config::blocking), which is not implemented
-// yet; until it is, that side reports "pending" rather than a number.
+// Asio code does today. turnloop's side submits the same job through the
+// loop's blocking service, turnloop::async_blocking, with the default
+// turnloop::config (as many workers as the stock pool has threads).
 //
 
 #include "support/driver.hpp"
+
+#include <turnloop/blocking.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/prefer.hpp>
@@ -37,14 +39,15 @@ int run_job(job_kind kind) noexcept
 }
 
 // Keeps `concurrency` jobs in flight until `target` have completed; each
-// completion, run on the context's thread, submits the next job.
-template <typename Context>
-class thread_pool_driver
+// completion, run on the context's thread, submits the next job. Submitter
+// says how a job is handed off: submitter.submit(ctx, job, on_done).
+template <typename Context, typename Submitter>
+class round_trip_driver
 {
 public:
-  thread_pool_driver(Context& ctx, asio::thread_pool& pool, job_kind kind)
+  round_trip_driver(Context& ctx, Submitter submitter, job_kind kind)
     : ctx_(ctx),
-      pool_(pool),
+      submitter_(submitter),
       kind_(kind)
   {
   }
@@ -72,12 +75,7 @@ private:
   void submit()
   {
     ++submitted_;
-    auto home = asio::prefer(ctx_.get_executor(),
-        asio::execution::outstanding_work.tracked);
-    asio::post(pool_, [this, home, kind = kind_] {
-      const int rc = run_job(kind);
-      asio::post(home, [this, rc] { on_done(rc); });
-    });
+    submitter_.submit(ctx_, kind_, [this](int rc) { on_done(rc); });
   }
 
   void on_done(int rc)
@@ -90,12 +88,44 @@ private:
   }
 
   Context& ctx_;
-  asio::thread_pool& pool_;
+  Submitter submitter_;
   job_kind kind_;
   std::uint64_t target_ = 0;
   std::uint64_t submitted_ = 0;
   std::uint64_t completed_ = 0;
   std::uint64_t failures_ = 0;
+};
+
+// The stock way: post to a thread pool, which posts the result back to the
+// context through a tracked executor.
+struct thread_pool_submitter
+{
+  asio::thread_pool* pool;
+
+  template <typename Context, typename Done>
+  void submit(Context& ctx, job_kind kind, Done done) const
+  {
+    auto home = asio::prefer(ctx.get_executor(),
+        asio::execution::outstanding_work.tracked);
+    asio::post(*pool, [home, kind, done] {
+      const int rc = run_job(kind);
+      asio::post(home, [done, rc] { done(rc); });
+    });
+  }
+};
+
+// turnloop's blocking service; a refusal or an exception counts as a
+// failure (the check rejects the run).
+struct blocking_service_submitter
+{
+  template <typename Done>
+  void submit(turnloop::loop& l, job_kind kind, Done done) const
+  {
+    turnloop::async_blocking(l, [kind] { return run_job(kind); },
+        [done](boost::system::error_code ec, std::exception_ptr e, int rc) {
+          done(ec || e ? -1 : rc);
+        });
+  }
 };
 
 struct round_trips
@@ -106,43 +136,48 @@ struct round_trips
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
+    const std::uint64_t n = o.number("jobs", 100'000);
+    const std::size_t concurrency = o.number("concurrency", 1);
+    auto ctx = make();
     if constexpr (bench::is_turnloop<Maker>)
-    {
-      // turnloop's side plugs in here: submit run_job(kind) through the
-      // loop's blocking service with the same concurrency, once the
-      // "blocking service" issue provides it.
-      return bench::result::pending_on("blocking service");
-    }
+      return measure(*ctx, blocking_service_submitter{}, n, concurrency, r);
     else
     {
-      const std::uint64_t n = o.number("jobs", 100'000);
-      const std::size_t concurrency = o.number("concurrency", 1);
       // As many workers as turnloop's blocking service starts by default.
       asio::thread_pool pool(turnloop::config().blocking.threads);
-      auto ctx = make();
-      thread_pool_driver driver(*ctx, pool, kind);
-
-      const std::uint64_t warmup = n / 10 + 1;
-      driver.start(warmup, concurrency);
-      ctx->run();
-      ctx->restart();
-      r.begin();
-      driver.start(n, concurrency);
-      ctx->run();
-      r.end();
+      bench::result res = measure(*ctx, thread_pool_submitter{&pool}, n,
+          concurrency, r);
       pool.join();
-
-      if (driver.completed() != warmup + n || driver.failures() != 0)
-        return bench::result::failed(std::to_string(driver.completed())
-            + " of " + std::to_string(warmup + n) + " jobs delivered, "
-            + std::to_string(driver.failures()) + " failed");
-      bench::result res;
-      res.ops = n;
-      res.metrics = {{"jobs_per_s", double(n) / r.seconds()}};
-      res.checked = std::to_string(n) + " job results delivered to the "
-        "context, " + std::to_string(concurrency) + " in flight";
       return res;
     }
+  }
+
+  template <typename Context, typename Submitter>
+  bench::result measure(Context& ctx, Submitter submitter, std::uint64_t n,
+      std::size_t concurrency, bench::region& r) const
+  {
+    round_trip_driver driver(ctx, submitter, kind);
+    const std::uint64_t warmup = n / 10 + 1;
+    driver.start(warmup, concurrency);
+    ctx.run();
+    ctx.restart();
+    r.begin();
+    driver.start(n, concurrency);
+    ctx.run();
+    r.end();
+
+    if (driver.completed() != warmup + n || driver.failures() != 0)
+      return bench::result::failed(std::to_string(driver.completed())
+          + " of " + std::to_string(warmup + n) + " jobs delivered, "
+          + std::to_string(driver.failures()) + " failed");
+    bench::result res;
+    res.ops = n;
+    res.metrics = {{"jobs_per_s", double(n) / r.seconds()},
+      {"us_per_job", r.seconds() * 1e6 / double(n)}};
+    res.checked = std::to_string(n) + " job results delivered to the "
+      "context, " + std::to_string(concurrency) + " in flight";
+    bench::add_loop_stats(res, ctx);
+    return res;
   }
 };
 

@@ -7,6 +7,8 @@
 #ifndef TURNLOOP_HPP
 #define TURNLOOP_HPP
 
+#include <turnloop/blocking.hpp>
+#include <turnloop/blocking_stats.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
 #include <turnloop/loop.hpp>

@@ -44,21 +44,36 @@ struct config
   /// Range 1 .. max_index.
   std::size_t post_capacity = 1024;
 
-  /// The blocking-completion service.
+  /// The blocking-completion service (turnloop/blocking.hpp; doc/blocking.md
+  /// says how to size it). None of it exists before the first
+  /// async_blocking or async_blocking_long: a loop that never submits has no
+  /// threads and no result ring. At every ceiling below, a submission is
+  /// refused: the job never runs and its completion receives
+  /// turnloop::error::resource_limit in a later turn. An admitted job also
+  /// counts against max_operations until its completion is delivered.
   struct blocking_config
   {
-    /// Worker threads for bounded jobs, started on first use. Range 1 .. 1024.
+    /// Worker threads for bounded jobs (async_blocking), all started on the
+    /// first bounded job. Range 1 .. 1024.
     std::size_t threads = 4;
 
-    /// Ceiling on bounded jobs waiting for a worker. Range 1 .. max_index.
+    /// Ceiling on bounded jobs waiting for a worker (those running are not
+    /// counted). The queue is intrusive: it costs nothing until used.
+    /// Range 1 .. max_index.
     std::size_t queue_capacity = 1024;
 
-    /// Ceiling on threads running long jobs (one thread per job, created on
-    /// demand, never queued). 0 refuses every long job. Range 0 .. 65536.
+    /// Ceiling on long jobs (async_blocking_long) running at once, each on a
+    /// thread created for it and ended with it; long jobs are never queued.
+    /// 0 refuses every long job. Range 0 .. 65536.
     std::size_t long_threads_max = 512;
 
-    /// Ceiling on admitted blocking jobs whose result has not yet been
-    /// delivered to the loop. Range 1 .. max_index.
+    /// Ceiling on admitted jobs whose completion has not been delivered yet:
+    /// queued, running, or finished and waiting for the loop's turn. Each
+    /// holds a credit from submission until its completion is delivered, so
+    /// a loop that does not turn cannot pile up results. It is also the
+    /// capacity of the result ring (8 bytes a result, allocated at the first
+    /// submission; a large ring is resident only as far as it is used).
+    /// Range 1 .. max_index.
     std::size_t max_undelivered = 4096;
   } blocking;
 

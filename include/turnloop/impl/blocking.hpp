@@ -1,0 +1,136 @@
+//
+// turnloop/impl/blocking.hpp
+//
+// async_blocking and async_blocking_long: finding the loop behind an
+// executor, and the initiation every completion token goes through.
+//
+
+#ifndef TURNLOOP_IMPL_BLOCKING_HPP
+#define TURNLOOP_IMPL_BLOCKING_HPP
+
+#include <turnloop/detail/blocking_service.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <concepts>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+/// The loop @p ex submits to. Known from the type for the loop's executor
+/// and strands of it; looked for behind a polymorphic executor.
+/// @throws boost::system::system_error (invalid_argument) if there is none.
+template <typename Executor>
+loop& loop_of(const Executor& ex)
+{
+  if constexpr (requires {
+      { boost::asio::query(ex, boost::asio::execution::context) }
+        -> std::same_as<loop&>; })
+    return boost::asio::query(ex, boost::asio::execution::context);
+  else if constexpr (requires { { ex.context() } -> std::same_as<loop&>; })
+    return ex.context();
+  else
+  {
+    if constexpr (requires { ex.template target<loop::executor_type>(); })
+    {
+      using strand_type = boost::asio::strand<loop::executor_type>;
+      if (const auto* target = ex.template target<loop::executor_type>())
+        return target->context();
+      if (const auto* target = ex.template target<strand_type>())
+        return target->get_inner_executor().context();
+    }
+    throw boost::system::system_error(
+        make_error_code(boost::asio::error::invalid_argument),
+        "turnloop::async_blocking: the executor's context is not a "
+        "turnloop::loop");
+  }
+}
+
+template <typename IoExecutor>
+class initiate_blocking
+{
+public:
+  using executor_type = IoExecutor;
+
+  initiate_blocking(loop& l, const IoExecutor& ex, bool long_job)
+    : loop_(l),
+      ex_(ex),
+      long_job_(long_job)
+  {
+  }
+
+  executor_type get_executor() const noexcept
+  {
+    return ex_;
+  }
+
+  template <typename Handler, typename Function>
+  void operator()(Handler&& handler, Function&& function) const
+  {
+    boost::asio::use_service<blocking_service>(
+        static_cast<boost::asio::execution_context&>(loop_)).submit(
+          long_job_, ex_, std::forward<Handler>(handler),
+          std::forward<Function>(function));
+  }
+
+private:
+  loop& loop_;
+  IoExecutor ex_;
+  bool long_job_;
+};
+
+template <typename Executor, typename Function, typename CompletionToken>
+auto initiate(loop& l, const Executor& ex, bool long_job, Function&& function,
+    CompletionToken& token)
+{
+  check_blocking_function<Function>();
+  return boost::asio::async_initiate<CompletionToken,
+         blocking_signature_t<blocking_result_t<Function>>>(
+      initiate_blocking<Executor>(l, ex, long_job), token,
+      std::forward<Function>(function));
+}
+
+} // namespace detail
+
+template <blocking_executor Executor, typename Function,
+    typename CompletionToken>
+auto async_blocking(const Executor& ex, Function&& function,
+    CompletionToken&& token)
+{
+  return detail::initiate(detail::loop_of(ex), ex, false,
+      std::forward<Function>(function), token);
+}
+
+template <typename Function, typename CompletionToken>
+auto async_blocking(loop& l, Function&& function, CompletionToken&& token)
+{
+  return detail::initiate(l, l.get_executor(), false,
+      std::forward<Function>(function), token);
+}
+
+template <blocking_executor Executor, typename Function,
+    typename CompletionToken>
+auto async_blocking_long(const Executor& ex, Function&& function,
+    CompletionToken&& token)
+{
+  return detail::initiate(detail::loop_of(ex), ex, true,
+      std::forward<Function>(function), token);
+}
+
+template <typename Function, typename CompletionToken>
+auto async_blocking_long(loop& l, Function&& function,
+    CompletionToken&& token)
+{
+  return detail::initiate(l, l.get_executor(), true,
+      std::forward<Function>(function), token);
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_BLOCKING_HPP
