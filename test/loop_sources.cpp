@@ -11,10 +11,12 @@
 #define BOOST_TEST_MODULE loop_sources
 #include <boost/test/unit_test.hpp>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
 #include <atomic>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -139,4 +141,50 @@ BOOST_AUTO_TEST_CASE(a_source_signalled_before_run_is_run_by_run)
   asio::post(l, [&] { asio::post(l, [&] { guard.reset(); }); });
   l.run();
   BOOST_TEST(source.delivered == 2);
+}
+
+namespace {
+
+// A source whose one completion dispatches inline to a function that throws.
+struct dispatching_source final : turnloop::detail::turn_source
+{
+  turnloop::loop& l;
+  bool finished = false;
+
+  explicit dispatching_source(turnloop::loop& loop) : l(loop)
+  {
+    turnloop::detail::core_of(l).add_source(*this);
+  }
+
+  ~dispatching_source()
+  {
+    turnloop::detail::core_of(l).remove_source(*this);
+  }
+
+  std::size_t run_ready(std::size_t) override
+  {
+    asio::dispatch(l, [] { throw std::logic_error("inline"); });
+    finished = true;
+    return 1;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_exception_captured_in_a_source_surfaces_after_it)
+{
+  // As with io_context, the exception is held until the completion returns,
+  // then propagates out of run() before anything queued after it runs.
+  turnloop::loop l;
+  dispatching_source source(l);
+  bool later_ran = false;
+  asio::post(l, [&] {
+    turnloop::detail::core_of(l).signal(source);
+    asio::post(l, [&] { later_ran = true; });
+  });
+  BOOST_CHECK_THROW(l.run(), std::logic_error);
+  BOOST_TEST(source.finished);
+  BOOST_TEST(!later_ran);
+  l.run();
+  BOOST_TEST(later_ran);
 }

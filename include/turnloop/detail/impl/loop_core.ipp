@@ -425,6 +425,8 @@ TURNLOOP_DECL std::size_t loop_core::run_sources(std::size_t budget)
     const std::size_t n = s->run_ready(budget - ran);
     handlers_run_ += n;
     ran += n;
+    if (pending_exception_) [[unlikely]]
+      rethrow_pending_exception();
   }
   return ran;
 }
