@@ -16,5 +16,10 @@
 #include <turnloop/impl/config.ipp>
 #include <turnloop/detail/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
+#include <turnloop/impl/buffer_lease.ipp>
+#include <turnloop/impl/buffer_pool.ipp>
+#include <turnloop/detail/impl/buffer_store.ipp>
+#include <turnloop/detail/impl/descriptor_read.ipp>
+#include <turnloop/detail/impl/loop_of.ipp>
 
 #endif // TURNLOOP_SRC_HPP
