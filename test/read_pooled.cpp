@@ -20,6 +20,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
@@ -31,6 +32,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
@@ -682,6 +684,65 @@ BOOST_AUTO_TEST_CASE(a_stream_bound_through_an_io_context_reference_works)
   BOOST_TEST(f.run_until([&] { return r.completions != 0; }));
   BOOST_TEST(text_of(r.lease) == "ref");
   r.lease.reset();
+}
+
+BOOST_AUTO_TEST_CASE(a_handler_with_its_own_executor_is_completed_through_it)
+{
+  // Once straight from the stream's readiness, once from the pool's turn
+  // after waiting for a buffer.
+  for (bool waits_for_a_buffer : {false, true})
+  {
+    tcp_fixture f(pool_config(1));
+    asio::io_context other;
+    buffer_lease held;
+    if (waits_for_a_buffer)
+      held = f.pool.try_lease();
+    read_result r;
+    bool on_loop = true;
+    turnloop::async_read_pooled(f.server, asio::bind_executor(other,
+          [&](error_code ec, buffer_lease lease) {
+            on_loop = f.l.get_executor().running_in_this_thread();
+            r.handler()(ec, std::move(lease));
+          }));
+    f.l.poll();
+    other.poll();
+    BOOST_TEST(!other.stopped()); // the pending read holds work on it
+
+    asio::write(f.client, asio::buffer("own", 3));
+    if (waits_for_a_buffer)
+    {
+      BOOST_TEST(f.run_until([&] { return f.pool.stats().waiting == 1; }));
+      asio::post(f.l, [&] { held.reset(); });
+    }
+    // The loop hands the completion to other, which runs it.
+    BOOST_TEST(f.run_until([&] { return other.poll() != 0; }));
+    BOOST_TEST(r.completions == 1);
+    BOOST_TEST(!on_loop);
+    BOOST_TEST(text_of(r.lease) == "own");
+    BOOST_TEST(other.stopped()); // and the work is released
+    r.lease.reset();
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_socket_on_a_strand_completes_on_its_strand)
+{
+  tcp_fixture f;
+  auto strand = asio::make_strand(f.l.get_executor());
+  tcp::socket s(strand);
+  tcp::acceptor acceptor(f.l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket peer(f.l);
+  peer.connect(acceptor.local_endpoint());
+  acceptor.accept(s);
+  asio::write(peer, asio::buffer("strand", 6));
+  bool in_strand = false;
+  std::string got;
+  turnloop::async_read_pooled(s, [&](error_code ec, buffer_lease lease) {
+    in_strand = strand.running_in_this_thread();
+    got = ec ? "error" : text_of(lease);
+  });
+  BOOST_TEST(f.run_until([&] { return !got.empty(); }));
+  BOOST_TEST(in_strand);
+  BOOST_TEST(got == "strand");
 }
 
 BOOST_AUTO_TEST_CASE(a_lease_moves_into_a_write_and_another_coroutine)

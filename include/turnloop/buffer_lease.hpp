@@ -127,8 +127,9 @@ public:
 private:
   friend class buffer_pool;
 
-  explicit buffer_lease(detail::pooled_buffer* b) noexcept
-    : buffer_(b)
+  explicit buffer_lease(detail::pooled_buffer* b, std::size_t size = 0) noexcept
+    : buffer_(b),
+      size_(size)
   {
   }
 

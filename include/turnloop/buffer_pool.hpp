@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace turnloop {
 namespace detail {
@@ -161,9 +162,17 @@ private:
   // first; then a free one, or a new one below the ceiling; else nullptr.
   TURNLOOP_DECL detail::pooled_buffer* take();
 
-  static buffer_lease lease_of(detail::pooled_buffer* b) noexcept
+  static buffer_lease lease_of(detail::pooled_buffer* b,
+      std::size_t size) noexcept
   {
-    return buffer_lease(b);
+    return buffer_lease(b, size);
+  }
+
+  // Takes the buffer out of @p lease, which becomes empty.
+  static detail::pooled_buffer* buffer_of(buffer_lease& lease) noexcept
+  {
+    lease.size_ = 0;
+    return std::exchange(lease.buffer_, nullptr);
   }
 
   // Records @p handler as a waiting operation, not yet in either list.

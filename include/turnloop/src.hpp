@@ -20,6 +20,6 @@
 #include <turnloop/impl/buffer_pool.ipp>
 #include <turnloop/detail/impl/buffer_store.ipp>
 #include <turnloop/detail/impl/descriptor_read.ipp>
-#include <turnloop/detail/impl/loop_of.ipp>
+#include <turnloop/detail/impl/buffer_pool_of.ipp>
 
 #endif // TURNLOOP_SRC_HPP

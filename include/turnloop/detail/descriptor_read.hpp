@@ -23,10 +23,10 @@ namespace turnloop {
 namespace detail {
 
 /// Reads at most @p size bytes from @p fd, which must be in non-blocking
-/// mode. Sets @p ec to boost::asio::error::would_block if nothing can be
-/// read now, to eof at the end of the stream, or to the system's error.
-/// @returns the bytes read (0 if @p ec is set).
-TURNLOOP_DECL std::size_t read_nonblocking(int fd, void* data,
+/// mode, with recv() if it is a @p socket (cheaper), else with read().
+/// @returns the bytes read; or 0, with @p ec clear if nothing can be read
+/// now, or set to eof at the end of the stream or to the system's error.
+TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
     std::size_t size, boost::system::error_code& ec) noexcept;
 
 /// What a read from a readable descriptor would find.

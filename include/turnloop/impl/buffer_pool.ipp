@@ -16,7 +16,7 @@
 
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/detail/descriptor_read.hpp>
-#include <turnloop/detail/loop_of.hpp>
+#include <turnloop/detail/buffer_pool_of.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
@@ -59,6 +59,8 @@ TURNLOOP_DECL void buffer_pool::shutdown()
 {
   if (!store_)
     return;
+  // Before anything goes: threads that remember this pool forget it.
+  detail::pools_shut_down().fetch_add(1, std::memory_order_release);
   core_.remove_source(*this);
   // Closed first, so that a lease released while the waiters' handlers are
   // destroyed (a coroutine frame that held one) frees its buffer at once.

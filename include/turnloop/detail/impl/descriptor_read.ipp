@@ -18,12 +18,13 @@
 namespace turnloop {
 namespace detail {
 
-TURNLOOP_DECL std::size_t read_nonblocking(int fd, void* data,
+TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
     std::size_t size, boost::system::error_code& ec) noexcept
 {
   for (;;)
   {
-    const ssize_t n = ::read(fd, data, size);
+    const ssize_t n = socket ? ::recv(fd, data, size, 0)
+      : ::read(fd, data, size);
     if (n > 0)
     {
       ec.clear();
@@ -34,8 +35,17 @@ TURNLOOP_DECL std::size_t read_nonblocking(int fd, void* data,
       ec = boost::asio::error::eof;
       return 0;
     }
-    if (errno != EINTR)
+    switch (errno)
     {
+    case EINTR:
+      continue;
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif // EWOULDBLOCK != EAGAIN
+      ec.clear();
+      return 0;
+    default:
       ec.assign(errno, boost::asio::error::get_system_category());
       return 0;
     }
