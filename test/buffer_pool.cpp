@@ -33,7 +33,6 @@
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <new>
 #include <optional>
 #include <string>
 #include <thread>
@@ -42,29 +41,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "counting_allocator.hpp"
 #include "support.hpp"
-
-namespace {
-std::atomic<long> allocations{0};
-}
-
-void* operator new(std::size_t n)
-{
-  ++allocations;
-  if (void* p = std::malloc(n ? n : 1))
-    return p;
-  throw std::bad_alloc();
-}
-
-void operator delete(void* p) noexcept
-{
-  std::free(p);
-}
-
-void operator delete(void* p, std::size_t) noexcept
-{
-  std::free(p);
-}
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -208,7 +186,11 @@ BOOST_AUTO_TEST_CASE(leasing_from_a_warm_pool_allocates_nothing)
     for (int i = 0; i < 8; ++i)
       warm.push_back(f.pool.try_lease());
   }
-  const long before = allocations.load();
+  long before = test::allocations.load();
+  delete new int(1);
+  BOOST_TEST(test::allocations.load() > before); // the counter counts
+
+  before = test::allocations.load();
   for (int round = 0; round < 1000; ++round)
   {
     buffer_lease a = f.pool.try_lease();
@@ -216,7 +198,7 @@ BOOST_AUTO_TEST_CASE(leasing_from_a_warm_pool_allocates_nothing)
     buffer_lease moved = std::move(a);
     b = std::move(moved);
   }
-  BOOST_TEST(allocations.load() == before);
+  BOOST_TEST(test::allocations.load() == before);
   BOOST_TEST(f.pool.stats().minted == 8u);
 }
 

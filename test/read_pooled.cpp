@@ -44,106 +44,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <unistd.h>
 
+#include "counting_allocator.hpp"
 #include "support.hpp"
-
-// --- counting allocator --------------------------------------------------------
-//
-// operator new is counted always. Asio takes handler memory from
-// aligned_alloc, which a replaced operator new never sees, so the C
-// allocation functions are interposed too (forwarding to glibc's own) -
-// except under the sanitizers, which own malloc themselves.
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-
-void note_allocation() noexcept
-{
-  if (counting.load(std::memory_order_relaxed))
-    allocations.fetch_add(1, std::memory_order_relaxed);
-}
-} // namespace
-
-void* operator new(std::size_t n)
-{
-  note_allocation();
-  if (void* p = std::malloc(n ? n : 1))
-    return p;
-  throw std::bad_alloc();
-}
-
-void operator delete(void* p) noexcept
-{
-  std::free(p);
-}
-
-void operator delete(void* p, std::size_t) noexcept
-{
-  std::free(p);
-}
-
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-# define TEST_COUNTS_MALLOC 1
-extern "C" {
-void* __libc_malloc(std::size_t);
-void* __libc_calloc(std::size_t, std::size_t);
-void* __libc_realloc(void*, std::size_t);
-void* __libc_memalign(std::size_t, std::size_t);
-void __libc_free(void*);
-
-void* malloc(std::size_t n) noexcept
-{
-  note_allocation();
-  return __libc_malloc(n);
-}
-
-void* calloc(std::size_t count, std::size_t n) noexcept
-{
-  note_allocation();
-  return __libc_calloc(count, n);
-}
-
-void* realloc(void* p, std::size_t n) noexcept
-{
-  note_allocation();
-  return __libc_realloc(p, n);
-}
-
-void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept
-{
-  note_allocation();
-  return __libc_memalign(alignment, n);
-}
-
-void* memalign(std::size_t alignment, std::size_t n) noexcept
-{
-  note_allocation();
-  return __libc_memalign(alignment, n);
-}
-
-int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept
-{
-  note_allocation();
-  void* p = __libc_memalign(alignment, n);
-  if (!p)
-    return ENOMEM;
-  *out = p;
-  return 0;
-}
-
-void free(void* p) noexcept
-{
-  __libc_free(p);
-}
-} // extern "C"
-#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -205,6 +113,20 @@ struct tcp_fixture
       l.restart();
     }
     return true;
+  }
+
+  // Leases the pool's only buffer (the fixture's config must have just
+  // one), sends @p data, and starts a pooled read for @p handler, which
+  // finds the data but no buffer, and waits. @returns the lease.
+  template <typename Handler>
+  buffer_lease start_read_without_a_buffer(const std::string& data,
+      Handler handler)
+  {
+    buffer_lease held = pool.try_lease();
+    asio::write(client, asio::buffer(data));
+    turnloop::async_read_pooled(server, std::move(handler));
+    BOOST_TEST(run_until([&] { return pool.stats().waiting == 1; }));
+    return held;
   }
 
   turnloop::loop l;
@@ -416,11 +338,8 @@ BOOST_AUTO_TEST_CASE(end_of_stream_completes_with_eof_and_no_buffer)
 BOOST_AUTO_TEST_CASE(an_exhausted_pool_holds_reads_until_a_buffer_returns)
 {
   tcp_fixture f(pool_config(1));
-  buffer_lease held = f.pool.try_lease();
-  asio::write(f.client, asio::buffer("waiting", 7));
   read_result r;
-  turnloop::async_read_pooled(f.server, r.handler());
-  BOOST_TEST(f.run_until([&] { return f.pool.stats().waiting == 1; }));
+  buffer_lease held = f.start_read_without_a_buffer("waiting", r.handler());
 
   // Pending, not spinning: over 100 ms the loop blocks in epoll_wait
   // instead of retrying, and nothing is refused.
@@ -515,13 +434,10 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_is_cancelled_every_way)
   for (how h : {how::slot, how::cancel, how::close})
   {
     tcp_fixture f(pool_config(1));
-    buffer_lease held = f.pool.try_lease();
-    asio::write(f.client, asio::buffer("data", 4));
     asio::cancellation_signal signal;
     read_result r;
-    turnloop::async_read_pooled(f.server,
+    buffer_lease held = f.start_read_without_a_buffer("data",
         asio::bind_cancellation_slot(signal.slot(), r.handler()));
-    BOOST_TEST(f.run_until([&] { return f.pool.stats().waiting == 1; }));
     asio::post(f.l, [&] {
       if (h == how::slot)
         signal.emit(asio::cancellation_type::total);
@@ -575,11 +491,8 @@ BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
 BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset)
 {
   tcp_fixture f(pool_config(1));
-  buffer_lease held = f.pool.try_lease();
-  asio::write(f.client, asio::buffer("x", 1));
   read_result r;
-  turnloop::async_read_pooled(f.server, r.handler());
-  BOOST_TEST(f.run_until([&] { return f.pool.stats().waiting == 1; }));
+  buffer_lease held = f.start_read_without_a_buffer("x", r.handler());
   // The byte is consumed behind the read's back, then the peer resets: the
   // watch fires, and the probe finds the error without a buffer.
   std::array<char, 1> byte;
@@ -595,11 +508,8 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset)
 BOOST_AUTO_TEST_CASE(spurious_readiness_returns_the_buffer_and_waits_again)
 {
   tcp_fixture f(pool_config(1));
-  buffer_lease held = f.pool.try_lease();
-  asio::write(f.client, asio::buffer("x", 1));
   read_result r;
-  turnloop::async_read_pooled(f.server, r.handler());
-  BOOST_TEST(f.run_until([&] { return f.pool.stats().waiting == 1; }));
+  buffer_lease held = f.start_read_without_a_buffer("x", r.handler());
   std::array<char, 1> byte;
   f.server.read_some(asio::buffer(byte)); // the data goes away
   asio::post(f.l, [&] { held.reset(); });
@@ -854,10 +764,10 @@ public:
   void start()
   {
     if (done_ == count_from_)
-      counting = true;
+      allocations_before_ = test::allocations.load();
     if (done_ == rounds_)
     {
-      counting = false;
+      allocations_after_ = test::allocations.load();
       socket_.shutdown(tcp::socket::shutdown_send);
       return;
     }
@@ -885,12 +795,20 @@ public:
     return done_;
   }
 
+  /// Allocations over the counted rounds.
+  long allocations() const noexcept
+  {
+    return allocations_after_ - allocations_before_;
+  }
+
 private:
   tcp::socket& socket_;
   asio::steady_timer& timer_;
   int rounds_;
   int count_from_;
   int done_ = 0;
+  long allocations_before_ = 0;
+  long allocations_after_ = 0;
   std::array<char, 256> out_;
   std::array<char, 256> in_{};
 };
@@ -899,18 +817,16 @@ private:
 
 BOOST_AUTO_TEST_CASE(the_counting_allocator_counts)
 {
-  const long before = allocations.load();
-  counting = true;
+  const long before = test::allocations.load();
   delete new int(1);
-#if defined(TEST_COUNTS_MALLOC)
-  std::free(std::aligned_alloc(64, 64));
-  std::free(std::malloc(8));
-  counting = false;
-  BOOST_TEST(allocations.load() == before + 4); // new counts its malloc too
-#else // defined(TEST_COUNTS_MALLOC)
-  counting = false;
-  BOOST_TEST(allocations.load() == before + 1);
-#endif // defined(TEST_COUNTS_MALLOC)
+  if constexpr (test::counts_malloc)
+  {
+    std::free(std::aligned_alloc(64, 64));
+    std::free(std::malloc(8));
+    BOOST_TEST(test::allocations.load() == before + 4); // new's malloc too
+  }
+  else
+    BOOST_TEST(test::allocations.load() == before + 1);
 }
 
 BOOST_AUTO_TEST_CASE(a_warm_echo_with_pooled_reads_allocates_nothing)
@@ -923,13 +839,11 @@ BOOST_AUTO_TEST_CASE(a_warm_echo_with_pooled_reads_allocates_nothing)
   echo_client client(f.client, timer, warm_up + rounds, warm_up);
   server.start();
   client.start();
-  allocations = 0;
   // run(), not run_for(): Asio keeps its handler-memory cache in a
   // per-call structure, and run_for() is a series of run_one_until() calls,
   // each starting with an empty cache (with io_context as with a loop).
   f.l.run();
-  counting = false;
   BOOST_TEST(client.done() == warm_up + rounds);
-  BOOST_TEST(allocations.load() == 0);
+  BOOST_TEST(client.allocations() == 0);
   BOOST_TEST(f.pool.stats().minted == 1u);
 }
