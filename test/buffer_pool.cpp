@@ -419,6 +419,41 @@ BOOST_AUTO_TEST_CASE(a_lease_released_on_another_thread_reaches_a_waiter,
   BOOST_TEST(f.pool.stats().minted == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(two_threads_may_create_the_pool_at_once,
+    * test::threads_label())
+{
+  // Asio may then build two pools and destroy one, unused, while the loop
+  // runs (so the pool joins the loop's turns only when first used). Both
+  // threads get the survivor, and it works.
+  for (int round = 0; round < 20; ++round)
+  {
+    turnloop::loop l;
+    auto work = asio::make_work_guard(l);
+    std::thread runner([&] { l.run(); });
+    std::atomic<int> started{0};
+    buffer_pool* created[2] = {};
+    std::thread creators[2];
+    for (int i = 0; i < 2; ++i)
+    {
+      creators[i] = std::thread([&, i] {
+        ++started;
+        test::wait_for([&] { return started.load() == 2; });
+        created[i] = &pool_of(l);
+      });
+    }
+    for (std::thread& t : creators)
+      t.join();
+    BOOST_TEST(created[0] == created[1]);
+
+    buffer_lease lease = created[0]->async_lease(asio::use_future).get();
+    BOOST_TEST(lease.capacity() == 16u * 1024);
+    lease.reset();
+    work.reset();
+    runner.join();
+    BOOST_TEST(created[0]->stats().leased == 0u);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_lease_outlives_its_loop)
 {
   buffer_lease survivor;

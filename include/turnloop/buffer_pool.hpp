@@ -54,9 +54,9 @@ class read_pooled_op;
 /// a buffer is returned. With config::pooled_buffers = 0 the pool is
 /// disabled and refuses everything with resource_limit.
 ///
-/// An operation waiting for a buffer (async_lease, or a pooled read that
-/// found data but no buffer) is one of the loop's config::max_operations;
-/// its record lives in a slot table with that ceiling.
+/// Every pending async_lease and async_read_pooled is one of the loop's
+/// config::max_operations. An operation that waits for a buffer is recorded
+/// in a slot table with that ceiling, so recording it cannot fail.
 ///
 /// Thread safety: try_lease and stats() are for the loop's thread, or for
 /// when no thread runs the loop (as loop::stats()). async_lease may be
@@ -222,6 +222,7 @@ private:
   detail::slot_id ready_tail_;
   std::size_t waiting_ = 0;
   std::uint64_t waits_ = 0;
+  bool in_turns_ = false; // registered as one of the loop's turn sources
   std::atomic<std::uint64_t> refusals_{0};
 };
 

@@ -45,13 +45,16 @@ TURNLOOP_DECL buffer_pool::buffer_pool(boost::asio::execution_context& ctx)
     store_(new detail::buffer_store(capacity_, buffer_size_, core_, *this)),
     waiters_(core_.get_config().max_operations)
 {
-  core_.add_source(*this);
+  // Nothing outside the pool may know of it yet: when two threads create
+  // the pool at once, Asio destroys the loser without shutting it down, and
+  // maybe while the loop runs. The pool joins the loop's turns at its first
+  // use, on the loop's thread (see take()).
 }
 
 TURNLOOP_DECL buffer_pool::~buffer_pool()
 {
-  // Asio always shuts a service down before destroying it; this covers a
-  // pool whose loop never got that far.
+  // A pool that lost the race to be created (see the constructor) was never
+  // shut down.
   shutdown();
 }
 
@@ -61,7 +64,8 @@ TURNLOOP_DECL void buffer_pool::shutdown()
     return;
   // Before anything goes: threads that remember this pool forget it.
   detail::pools_shut_down().fetch_add(1, std::memory_order_release);
-  core_.remove_source(*this);
+  if (in_turns_)
+    core_.remove_source(*this);
   // Closed first, so that a lease released while the waiters' handlers are
   // destroyed (a coroutine frame that held one) frees its buffer at once.
   store_->close();
@@ -136,6 +140,13 @@ TURNLOOP_DECL buffer_lease buffer_pool::try_lease(
 
 TURNLOOP_DECL detail::pooled_buffer* buffer_pool::take()
 {
+  // Every path to a lease or a wait comes here first, so from here on the
+  // pool may signal itself.
+  if (!in_turns_)
+  {
+    core_.add_source(*this);
+    in_turns_ = true;
+  }
   take_back_returned();
   return store_->take();
 }
