@@ -170,14 +170,18 @@ private:
       unit_(std::move(unit)),
       handler_(std::move(handler))
   {
-    const handler_executor_type ex =
-      boost::asio::get_associated_executor(handler_, io_ex);
-    call_directly_ = runs_on(ex, pool.loop_);
-    // Work on the handler's executor is needed only if it is not the
-    // stream's, whose work the pending wait already holds.
     if constexpr (has_own_executor)
+    {
+      const handler_executor_type ex =
+        boost::asio::get_associated_executor(handler_, io_ex);
+      call_directly_ = runs_on(ex, pool.loop_);
+      // Work on the handler's executor is needed only if it is not the
+      // stream's, whose work the pending wait already holds.
       if (!(ex == io_ex))
         work_.emplace(ex);
+    }
+    else
+      call_directly_ = runs_on(io_ex, pool.loop_);
   }
 
   // True if @p ex is @p l's own executor: dispatching to it from the loop's
