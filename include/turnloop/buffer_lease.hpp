@@ -146,6 +146,9 @@ private:
 
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/impl/buffer_lease.ipp>
+// A lease gives its buffer back through the pool, whose header brings the
+// code that does it.
+# include <turnloop/buffer_pool.hpp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
 
 #endif // TURNLOOP_BUFFER_LEASE_HPP

@@ -39,9 +39,11 @@ namespace turnloop {
 /// @param stream a stream socket (`ip::tcp::socket`,
 /// `local::stream_protocol::socket`, ...) or `posix::stream_descriptor`,
 /// whose executor belongs to a turnloop::loop. The read bypasses the
-/// object's own synchronous functions: it sets native_non_blocking() and
-/// reads the native descriptor. It must outlive the operation, and only one
-/// read may be outstanding on it at a time.
+/// object's own synchronous functions: it sets native_non_blocking() (which
+/// leaves their behaviour unchanged) and reads the native handle with
+/// recv(), or read() for a descriptor. The stream must outlive the
+/// operation and stay where it is (the operation refers to it), and only
+/// one read may be outstanding on it at a time.
 ///
 /// @param token the completion token; the signature is
 /// `void(boost::system::error_code, turnloop::buffer_lease)`. Callbacks,
@@ -60,6 +62,13 @@ namespace turnloop {
 /// Exactly one completion, and no buffer is ever leaked: a lease is only
 /// handed out with a successful completion. If the loop is destroyed first,
 /// the handler is destroyed without running.
+///
+/// The handler runs through its associated executor; one that runs on the
+/// loop's own executor (the default for a stream of the loop) is called
+/// directly from the read's last step, on the loop's thread.
+///
+/// Thread safety: the read may be started from any thread, under Asio's
+/// usual rule that one stream is not used concurrently.
 ///
 /// One of the pool's rarer limits: if, while the read waits for a buffer,
 /// the stream reports an error or hang-up while data is still unread (or

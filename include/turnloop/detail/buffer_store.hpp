@@ -60,11 +60,6 @@ public:
     return buffer_size_;
   }
 
-  std::size_t ceiling() const noexcept
-  {
-    return ceiling_;
-  }
-
   std::size_t minted() const noexcept
   {
     return minted_;

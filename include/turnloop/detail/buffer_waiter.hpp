@@ -113,10 +113,11 @@ struct buffer_waiter
   }
 
   buffer_wait_op* op;
-  operation_unit unit; // an async_lease's own; a pooled read holds its own
+  operation_unit unit; // an async_lease's; empty for a pooled read, which
+                       // holds its own
   slot_id prev;
   slot_id next;
-  bool waiting = false;
+  bool waiting = false; // in the waiting list, else in the ready list
 
   /// The result, once ready: a granted buffer, or an error.
   boost::system::error_code result;
@@ -131,7 +132,7 @@ struct buffer_waiter
   /// emitting this signal ends the watch once the wait is over.
   boost::asio::cancellation_signal watch;
   bool watched = false;
-  int descriptor = -1;
+  int descriptor = -1; // the read's stream, for a probe when the watch fires
 };
 
 } // namespace detail
