@@ -10,12 +10,18 @@
 //   memory idle_connections --side <side> --connections <n> [--buffer <bytes>]
 //   memory idle_connections_pooled --side turnloop --connections <n>
 //
+// idle_connections_pooled is the same server with turnloop's pooled reads
+// (turnloop::async_read_pooled): a connection holds no buffer while idle.
+//
 // The clients of idle_connections run in a child process (this program,
 // subcommand idle_clients), so the server's resident set is its own.
 //
 
 #include "support/driver.hpp"
 #include "support/process.hpp"
+
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/read_pooled.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -90,8 +96,9 @@ struct idle_context
 };
 
 // The server side of idle_connections: accepts until `target` connections
-// are open, each with a read pending into its own zero-filled buffer (what
-// stock Asio code holds per connection), then measures.
+// are open, each with a read pending, then measures. A stock read goes into
+// the connection's own zero-filled buffer (what stock Asio code holds per
+// connection); a pooled read holds no buffer until data arrives.
 class idle_server
 {
 public:
@@ -108,10 +115,12 @@ public:
   };
 
   template <typename Context>
-  idle_server(Context& ctx, std::size_t target, std::size_t buffer_size)
+  idle_server(Context& ctx, std::size_t target, std::size_t buffer_size,
+      bool pooled)
     : acceptor_(ctx, tcp::endpoint(asio::ip::address_v4::loopback(), 0)),
       target_(target),
-      buffer_size_(buffer_size)
+      buffer_size_(pooled ? 0 : buffer_size),
+      pooled_(pooled)
   {
     connections_.reserve(target);
   }
@@ -131,8 +140,14 @@ public:
         return;
       auto& c = connections_.emplace_back(
           std::make_unique<connection>(std::move(s), buffer_size_));
-      c->socket.async_read_some(asio::buffer(c->buffer),
-          [this](const error_code&, std::size_t) { ++reads_completed_; });
+      if (pooled_)
+        turnloop::async_read_pooled(c->socket,
+            [this](const error_code&, turnloop::buffer_lease) {
+              ++reads_completed_;
+            });
+      else
+        c->socket.async_read_some(asio::buffer(c->buffer),
+            [this](const error_code&, std::size_t) { ++reads_completed_; });
       if (connections_.size() == target_)
         on_all();
       else
@@ -154,6 +169,7 @@ private:
   tcp::acceptor acceptor_;
   std::size_t target_;
   std::size_t buffer_size_;
+  bool pooled_;
   std::vector<std::unique_ptr<connection>> connections_;
   std::uint64_t reads_completed_ = 0;
 };
@@ -204,6 +220,8 @@ struct client_process
 
 struct idle_connections
 {
+  bool pooled;
+
   template <typename Maker>
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
@@ -212,8 +230,11 @@ struct idle_connections
     const std::size_t buffer_size = o.number("buffer", 16 * 1024);
     if (n == 0)
       return bench::result::failed("--connections must be at least 1");
+    if (pooled && !bench::is_turnloop<Maker>)
+      return bench::result::failed("stock Asio has no pooled reads: "
+          "idle_connections is the io_context row");
     auto ctx = make();
-    idle_server server(*ctx, n, buffer_size);
+    idle_server server(*ctx, n, buffer_size, pooled);
     client_process clients;
     asio::posix::stream_descriptor client_exit(*ctx);
     char exit_byte = 0;
@@ -247,16 +268,25 @@ struct idle_connections
     ctx->run_for(std::chrono::seconds(120));
     const bool clients_ok = clients.pid > 0 && clients.finish();
 
-    // Pooled reads (open issue "pooled reads") plug in beside this: the
-    // connection then holds no buffer while idle and takes one from the
-    // loop's pool when data arrives; see idle_connections_pooled below.
+    // With pooled reads, no connection may hold a buffer while idle.
+    std::size_t buffers_minted = 0;
+    if constexpr (bench::is_turnloop<Maker>)
+      if (pooled)
+        buffers_minted =
+          asio::use_service<turnloop::buffer_pool>(*ctx).stats().minted;
+    if (buffers_minted != 0)
+      return bench::result::failed(std::to_string(buffers_minted)
+          + " pooled buffers minted by idle connections");
     if (server.connections() != n || server.reads_completed() != 0
         || clients_exited_early || !clients_ok || !r.complete())
       return bench::result::failed(std::to_string(server.connections())
           + " of " + std::to_string(n) + " connections accepted, "
           + std::to_string(server.reads_completed())
           + " idle reads completed, clients "
-          + (clients_ok && !clients_exited_early ? "ok" : "failed"));
+          + (clients_ok && !clients_exited_early ? "ok" : "failed")
+          + (pooled && server.reads_completed() != 0
+              ? " (a pending pooled read is one of config::max_operations:"
+                " use --config net)" : ""));
     bench::result res;
     res.ops = n;
     res.metrics = {
@@ -270,22 +300,10 @@ struct idle_connections
       {"resident_kib_at_n", double(after.total_kib)},
       {"heap_allocations_per_connection", double(heap.allocations) / double(n)}};
     res.checked = std::to_string(n) + " idle connections accepted, each with "
-      "a read pending into a " + std::to_string(buffer_size) + "-byte buffer";
+      + (pooled ? std::string("a pooled read pending, no buffer minted")
+          : "a read pending into a " + std::to_string(buffer_size)
+            + "-byte buffer");
     return res;
-  }
-};
-
-struct idle_connections_pooled
-{
-  template <typename Maker>
-  bench::result operator()(const Maker&, const bench::options&,
-      bench::region&) const
-  {
-    if constexpr (bench::is_turnloop<Maker>)
-      return bench::result::pending_on("pooled reads");
-    else
-      return bench::result::failed("stock Asio has no pooled reads: "
-          "idle_connections is the io_context row");
   }
 };
 
@@ -328,7 +346,7 @@ int main(int argc, char** argv)
         std::strtoul(argv[3], nullptr, 10));
   return bench::run_program(argc, argv, {
     {"idle", bench::on_each_side(idle_context{})},
-    {"idle_connections", bench::on_each_side(idle_connections{})},
-    {"idle_connections_pooled", bench::on_each_side(idle_connections_pooled{})},
+    {"idle_connections", bench::on_each_side(idle_connections{false})},
+    {"idle_connections_pooled", bench::on_each_side(idle_connections{true})},
   });
 }

@@ -3,11 +3,15 @@
 //
 // TCP over loopback: 64-byte ping-pong latency (client and server on one
 // context, or the client on a second thread with its own context of the same
-// type), echo throughput over many connections, accept churn, and an
-// HTTP/1.1 keep-alive request loop.
+// type), echo throughput over many connections (also with turnloop's pooled
+// reads on the server), accept churn, and an HTTP/1.1 keep-alive request
+// loop.
 //
 
 #include "support/driver.hpp"
+
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/read_pooled.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -22,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -118,6 +123,60 @@ private:
 
   tcp::socket& socket_;
   std::vector<char> buffer_;
+  std::uint64_t bytes_ = 0;
+  bool ended_cleanly_ = false;
+};
+
+// Echoes like echo_session, but with pooled reads: it holds no buffer
+// between messages. The leased buffer travels in the write's handler and
+// goes back to the loop's pool when that handler is done.
+class pooled_echo_session
+{
+public:
+  pooled_echo_session(tcp::socket& socket, std::size_t)
+    : socket_(socket)
+  {
+  }
+
+  void start()
+  {
+    turnloop::async_read_pooled(socket_,
+        [this](const error_code& ec, turnloop::buffer_lease lease) {
+          on_read(ec, std::move(lease));
+        });
+  }
+
+  std::uint64_t bytes() const noexcept
+  {
+    return bytes_;
+  }
+
+  bool ended_cleanly() const noexcept
+  {
+    return ended_cleanly_;
+  }
+
+private:
+  void on_read(const error_code& ec, turnloop::buffer_lease lease)
+  {
+    if (ec)
+    {
+      ended_cleanly_ = ec == asio::error::eof;
+      socket_.close();
+      return;
+    }
+    bytes_ += lease.size();
+    const asio::const_buffer data = lease.data();
+    asio::async_write(socket_, data,
+        [this, lease = std::move(lease)](const error_code& ec, std::size_t) {
+          if (ec)
+            socket_.close();
+          else
+            start();
+        });
+  }
+
+  tcp::socket& socket_;
   std::uint64_t bytes_ = 0;
   bool ended_cleanly_ = false;
 };
@@ -352,11 +411,25 @@ struct ping_pong
 };
 
 // Many connections, one message each in flight; the clients run on a second
-// thread with their own context of the same type.
+// thread with their own context of the same type. With `pooled`, turnloop's
+// server reads with async_read_pooled, and the io_context sides, which have
+// no pooled reads, run the stock server: the row compares the two.
 struct echo
 {
+  bool pooled;
+
   template <typename Maker>
   bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    if constexpr (bench::is_turnloop<Maker>)
+      if (pooled)
+        return run<pooled_echo_session>(make, o, r);
+    return run<echo_session>(make, o, r);
+  }
+
+  template <typename Session, typename Maker>
+  bench::result run(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
     const std::size_t connections = o.number("connections", 64);
@@ -368,11 +441,11 @@ struct echo
 
     connected_pairs pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
-    std::vector<std::unique_ptr<echo_session>> servers;
+    std::vector<std::unique_ptr<Session>> servers;
     std::vector<std::unique_ptr<echo_client>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
-      servers.push_back(std::make_unique<echo_session>(pairs.servers[i], size));
+      servers.push_back(std::make_unique<Session>(pairs.servers[i], size));
       clients.push_back(std::make_unique<echo_client>(pairs.clients[i], size,
             warmup + per_connection, fleet));
     }
@@ -402,8 +475,19 @@ struct echo
     res.details = {{"bytes_per_s", double(res.ops * size) / r.seconds()}};
     res.checked = std::to_string(messages) + " echoes of "
       + std::to_string(size) + " bytes matched over "
-      + std::to_string(connections) + " connections";
+      + std::to_string(connections) + " connections"
+      + (std::is_same_v<Session, pooled_echo_session>
+          ? ", server reading with pooled reads" : "");
     bench::add_loop_stats(res, *server_ctx);
+    if constexpr (std::is_same_v<Session, pooled_echo_session>)
+    {
+      const turnloop::buffer_pool_stats pool =
+        asio::use_service<turnloop::buffer_pool>(*server_ctx).stats();
+      res.details.emplace_back("pool_buffers_minted", double(pool.minted));
+      res.details.emplace_back("pool_leased_high_water",
+          double(pool.leased_high_water));
+      res.details.emplace_back("pool_waits", double(pool.waits));
+    }
     return res;
   }
 };
@@ -783,7 +867,8 @@ int main(int argc, char** argv)
   return bench::run_program(argc, argv, {
     {"ping_pong", bench::on_each_side(ping_pong{false})},
     {"ping_pong_threads", bench::on_each_side(ping_pong{true})},
-    {"echo", bench::on_each_side(echo{})},
+    {"echo", bench::on_each_side(echo{false})},
+    {"echo_pooled", bench::on_each_side(echo{true})},
     {"accept_churn", bench::on_each_side(accept_churn{})},
     {"http", bench::on_each_side(http{})},
   });

@@ -9,9 +9,13 @@
 
 #include <turnloop/blocking.hpp>
 #include <turnloop/blocking_stats.hpp>
+#include <turnloop/buffer_lease.hpp>
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/buffer_pool_stats.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
 #include <turnloop/loop.hpp>
 #include <turnloop/loop_stats.hpp>
+#include <turnloop/read_pooled.hpp>
 
 #endif // TURNLOOP_HPP

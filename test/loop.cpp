@@ -366,9 +366,10 @@ BOOST_AUTO_TEST_CASE(a_self_reposting_chain_cannot_starve_cross_thread_posts,
   l.run();
   poster.join();
   BOOST_TEST(arrived);
-  // steps_when_seen stays 0 if the post ran before the chain saw the flag.
-  BOOST_TEST(steps_at_arrival - std::min(steps_when_seen, steps_at_arrival)
-      <= 2 * c.events_per_turn);
+  // steps_when_seen stays 0 if the post ran before the chain saw the flag
+  // (the poster may be preempted between post() and setting it): prompt.
+  BOOST_TEST((steps_when_seen == 0
+      || steps_at_arrival - steps_when_seen <= 2 * c.events_per_turn));
 }
 
 BOOST_AUTO_TEST_CASE(run_from_a_second_thread_while_running_is_refused,

@@ -32,10 +32,18 @@ struct config
   /// returns to the reactor (I/O and timers). Range 1 .. 65536.
   std::size_t events_per_turn = 256;
 
-  /// Ceiling on pooled read buffers. 0 disables the pool. Range 0 .. max_index.
+  /// Ceiling on the buffers of the loop's buffer_pool (the buffers that
+  /// async_read_pooled reads into and buffer_pool leases out; see
+  /// doc/buffer_pool.md). A buffer is allocated only when a lease finds none
+  /// free, and is then kept for reuse: an idle loop has none, whatever the
+  /// ceiling. At the ceiling, try_lease refuses with resource_limit while
+  /// async_lease and pooled reads wait for a buffer to be returned. 0
+  /// disables the pool: every lease and pooled read is refused with
+  /// resource_limit. Range 0 .. max_index.
   std::size_t pooled_buffers = 256;
 
-  /// Bytes per pooled read buffer. Range 1 .. 64 MiB.
+  /// Bytes per pooled buffer: the most one pooled read delivers. Buffers
+  /// are not zeroed. Range 1 .. 64 MiB.
   std::size_t pooled_buffer_size = 16 * 1024;
 
   /// Ceiling on cross-thread posts that are queued and not yet run, as seen

@@ -19,5 +19,10 @@
 #include <turnloop/detail/impl/blocking_pool.ipp>
 #include <turnloop/detail/impl/blocking_service.ipp>
 #include <turnloop/impl/blocking.ipp>
+#include <turnloop/impl/buffer_lease.ipp>
+#include <turnloop/impl/buffer_pool.ipp>
+#include <turnloop/detail/impl/buffer_store.ipp>
+#include <turnloop/detail/impl/descriptor_read.ipp>
+#include <turnloop/detail/impl/buffer_pool_of.ipp>
 
 #endif // TURNLOOP_SRC_HPP

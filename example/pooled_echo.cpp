@@ -1,0 +1,140 @@
+//
+// example/pooled_echo.cpp
+//
+// A coroutine echo server whose idle connections hold no read buffer. Each
+// session waits with turnloop::async_read_pooled, which takes a buffer from
+// the loop's pool only once data has arrived, writes the bytes back from
+// that same buffer, and lets go of it before it waits again.
+//
+//   pooled_echo [port]    serve until interrupted (default port 5556)
+//   pooled_echo --once    serve on a free port, open 500 client connections
+//                         and leave them idle, check that the pool has lent
+//                         no buffer, echo a message through each, and exit
+//                         (0 on success)
+//
+
+#include <turnloop.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+
+awaitable<void> session(tcp::socket socket)
+{
+  for (;;)
+  {
+    // Waits holding no buffer; the lease holds one from here...
+    auto [ec, lease] = co_await turnloop::async_read_pooled(socket,
+        asio::as_tuple(use_awaitable));
+    if (ec)
+      co_return; // end of stream or error: the session ends
+    co_await asio::async_write(socket, lease.data(), use_awaitable);
+  } // ...to here, where it goes back to the pool
+}
+
+awaitable<void> listen(tcp::acceptor& acceptor)
+{
+  for (;;)
+  {
+    tcp::socket socket = co_await acceptor.async_accept(use_awaitable);
+    asio::co_spawn(acceptor.get_executor(), session(std::move(socket)),
+        asio::detached);
+  }
+}
+
+// The self-test: many idle connections cost the pool nothing, and every one
+// of them still echoes.
+awaitable<bool> clients(tcp::endpoint server, turnloop::buffer_pool& pool,
+    std::size_t count)
+{
+  auto executor = co_await asio::this_coro::executor;
+  std::vector<tcp::socket> sockets;
+  sockets.reserve(count);
+  for (std::size_t i = 0; i != count; ++i)
+    co_await sockets.emplace_back(executor).async_connect(server,
+        use_awaitable);
+
+  // Let every session reach its read, then look at the pool.
+  asio::steady_timer settle(executor, std::chrono::milliseconds(50));
+  co_await settle.async_wait(use_awaitable);
+  const turnloop::buffer_pool_stats idle = pool.stats();
+  std::cout << count << " idle connections: " << idle.minted
+    << " buffers minted, " << idle.leased << " leased\n";
+  if (idle.minted != 0 || idle.leased != 0)
+    co_return false;
+
+  for (std::size_t i = 0; i != count; ++i)
+  {
+    const std::string message = "hello from client " + std::to_string(i);
+    co_await asio::async_write(sockets[i], asio::buffer(message),
+        use_awaitable);
+    std::string reply(message.size(), '\0');
+    co_await asio::async_read(sockets[i], asio::buffer(reply), use_awaitable);
+    if (reply != message)
+      co_return false;
+  }
+  const turnloop::buffer_pool_stats busy = pool.stats();
+  std::cout << "echoed through each: " << busy.minted
+    << " buffers minted (at most " << busy.leased_high_water
+    << " in use at once), " << busy.leased << " leased now\n";
+  co_return busy.leased == 0;
+}
+
+int main(int argc, char* argv[])
+{
+  const bool once = argc > 1 && std::string(argv[1]) == "--once";
+  const unsigned short port = (argc > 1 && !once)
+    ? static_cast<unsigned short>(std::atoi(argv[1])) : (once ? 0 : 5556);
+
+  // 4 KiB buffers, at most 256 of them: 1 MiB however many connections are
+  // idle. Every pending read is one of max_operations, so that bounds the
+  // number of connections waiting at once.
+  turnloop::config config;
+  config.pooled_buffers = 256;
+  config.pooled_buffer_size = 4096;
+  config.max_operations = 65536;
+  turnloop::loop loop(config);
+  turnloop::buffer_pool& pool =
+    asio::use_service<turnloop::buffer_pool>(loop);
+
+  tcp::acceptor acceptor(loop, {asio::ip::address_v4::loopback(), port});
+  asio::co_spawn(loop, listen(acceptor), asio::detached);
+
+  if (!once)
+  {
+    std::cout << "pooled echo server on " << acceptor.local_endpoint() << "\n";
+    asio::signal_set signals(loop, SIGINT, SIGTERM);
+    signals.async_wait([&](auto, int) { loop.stop(); });
+    loop.run();
+    return 0;
+  }
+
+  bool ok = false;
+  asio::co_spawn(loop, clients(acceptor.local_endpoint(), pool, 500),
+      [&](std::exception_ptr e, bool echoed) {
+        ok = !e && echoed;
+        loop.stop();
+      });
+  loop.run();
+  std::cout << (ok ? "ok\n" : "failed\n");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,237 @@
+//
+// turnloop/buffer_pool.hpp
+//
+// turnloop::buffer_pool: the loop's pool of read buffers, minted on demand up
+// to config::pooled_buffers and kept for reuse. Buffers are lent out as
+// buffer_lease objects, directly (try_lease, async_lease) or by pooled reads
+// (turnloop/read_pooled.hpp). doc/buffer_pool.md has the whole story.
+//
+
+#ifndef TURNLOOP_BUFFER_POOL_HPP
+#define TURNLOOP_BUFFER_POOL_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/buffer_lease.hpp>
+#include <turnloop/buffer_pool_stats.hpp>
+#include <turnloop/loop.hpp>
+#include <turnloop/detail/buffer_store.hpp>
+#include <turnloop/detail/buffer_waiter.hpp>
+#include <turnloop/detail/slot_table.hpp>
+#include <turnloop/detail/turn_source.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+template <typename Stream, typename Handler>
+class read_pooled_op;
+
+} // namespace detail
+
+/// The buffer pool of a turnloop::loop, an Asio service of the loop:
+///
+///     turnloop::buffer_pool& pool =
+///       boost::asio::use_service<turnloop::buffer_pool>(loop);
+///
+/// config::pooled_buffers x config::pooled_buffer_size is a ceiling, not a
+/// preallocation. A buffer is minted (allocated, not zeroed) only when a
+/// lease finds none free and the ceiling allows; once minted it is kept,
+/// and the most recently returned buffer is lent first, so hot buffers stay
+/// in cache. An idle loop, or one whose pool was never used, has minted
+/// nothing; a warm one leases and returns buffers without allocating.
+///
+/// At the ceiling, try_lease refuses with turnloop::error::resource_limit,
+/// while async_lease and pooled reads wait, first come first served, until
+/// a buffer is returned. With config::pooled_buffers = 0 the pool is
+/// disabled and refuses everything with resource_limit.
+///
+/// Every pending async_lease and async_read_pooled is one of the loop's
+/// config::max_operations. An operation that waits for a buffer is recorded
+/// in a slot table with that ceiling, so recording it cannot fail.
+///
+/// Thread safety: try_lease and stats() are for the loop's thread, or for
+/// when no thread runs the loop (as loop::stats()). async_lease may be
+/// started from any thread (it then starts in the loop's next turn). A
+/// lease may be released on any thread (see buffer_lease).
+class buffer_pool
+  : public boost::asio::execution_context::service,
+    private detail::turn_source
+{
+public:
+  /// The loop's executor, on which the pool's completions are delivered
+  /// unless a handler has an executor of its own.
+  using executor_type = loop::executor_type;
+
+  /// Identifies the service to Asio's service registry.
+  static inline boost::asio::execution_context::id id;
+
+  /// Creates the pool of @p ctx. Use boost::asio::use_service, which creates
+  /// the pool on first use and returns the same one afterwards.
+  /// @throws boost::system::system_error with
+  /// boost::asio::error::operation_not_supported if @p ctx is not a
+  /// turnloop::loop.
+  TURNLOOP_DECL explicit buffer_pool(boost::asio::execution_context& ctx);
+
+  TURNLOOP_DECL ~buffer_pool() override;
+
+  /// The loop's executor.
+  executor_type get_executor() noexcept
+  {
+    return loop_.get_executor();
+  }
+
+  /// Bytes per buffer (config::pooled_buffer_size).
+  std::size_t buffer_size() const noexcept
+  {
+    return buffer_size_;
+  }
+
+  /// The ceiling on buffers (config::pooled_buffers); 0 if disabled.
+  std::size_t capacity() const noexcept
+  {
+    return capacity_;
+  }
+
+  /// Leases a buffer now if one is free or can be minted; never waits.
+  /// @returns a lease with size() 0 and capacity() buffer_size().
+  /// @throws boost::system::system_error with turnloop::error::resource_limit
+  /// if every buffer is leased (or the pool is disabled); std::bad_alloc if
+  /// a new buffer cannot be allocated.
+  TURNLOOP_DECL buffer_lease try_lease();
+
+  /// Leases a buffer now if one is free or can be minted; never waits.
+  /// @returns a lease, or an empty one with @p ec set to
+  /// turnloop::error::resource_limit if every buffer is leased (or the pool
+  /// is disabled).
+  /// @throws std::bad_alloc if a new buffer cannot be allocated.
+  TURNLOOP_DECL buffer_lease try_lease(boost::system::error_code& ec);
+
+  /// Leases a buffer, waiting for one to be returned if every buffer is
+  /// leased. Waiters are served first come, first served, before any new
+  /// request. The completion is always delivered in a turn of the loop,
+  /// never inside this call, even when a buffer is free at once.
+  ///
+  /// Signature: `void(boost::system::error_code, turnloop::buffer_lease)`.
+  /// Errors (the lease is then empty): turnloop::error::resource_limit if
+  /// the pool is disabled or config::max_operations operations are
+  /// outstanding; boost::asio::error::operation_aborted if cancelled through
+  /// the handler's cancellation slot (any cancellation type) while waiting.
+  ///
+  /// If the loop is destroyed first, the handler is destroyed without
+  /// running. Any thread; off the loop's thread the request starts in the
+  /// loop's next turn.
+  template <typename CompletionToken>
+  auto async_lease(CompletionToken&& token);
+
+  /// A snapshot of the pool's counters.
+  TURNLOOP_DECL buffer_pool_stats stats() const noexcept;
+
+private:
+  template <typename Stream, typename Handler>
+  friend class detail::read_pooled_op;
+  friend class detail::buffer_store;
+
+  class initiate_lease;
+  struct canceller;
+  struct watch_handler;
+
+  TURNLOOP_DECL void shutdown() override;
+  TURNLOOP_DECL std::size_t run_ready(std::size_t budget) override;
+
+  // Takes one of the loop's operation units for a new asynchronous request;
+  // if none is left (or the pool is disabled), sets @p ec to resource_limit
+  // and counts a refusal. Any thread.
+  TURNLOOP_DECL bool admit(detail::operation_unit& unit,
+      boost::system::error_code& ec) noexcept;
+
+  // The rest is for the loop's thread.
+
+  template <typename Handler>
+  void start_lease(Handler&& handler);
+
+  // A buffer for a new lease: one released elsewhere goes to the waiters
+  // first; then a free one, or a new one below the ceiling; else nullptr.
+  TURNLOOP_DECL detail::pooled_buffer* take();
+
+  static buffer_lease lease_of(detail::pooled_buffer* b,
+      std::size_t size) noexcept
+  {
+    return buffer_lease(b, size);
+  }
+
+  // Takes the buffer out of @p lease, which becomes empty.
+  static detail::pooled_buffer* buffer_of(buffer_lease& lease) noexcept
+  {
+    lease.size_ = 0;
+    return std::exchange(lease.buffer_, nullptr);
+  }
+
+  // Records @p handler as a waiting operation, not yet in either list.
+  template <typename Handler>
+  detail::slot_id add_waiter(Handler& handler, detail::operation_unit&& unit);
+
+  // A pooled read that found data but no buffer: waits for one, watching
+  // @p stream so that the stream's cancel() and close() still reach it.
+  template <typename Handler, typename Stream>
+  void wait_for_read(Handler&& handler, Stream& stream);
+
+  // A buffer comes back on the loop's thread: to the oldest waiter, else to
+  // the free list.
+  TURNLOOP_DECL void give_back(detail::pooled_buffer* b) noexcept;
+
+  // Takes back the buffers released on other threads.
+  TURNLOOP_DECL void take_back_returned() noexcept;
+
+  // A buffer was released on another thread. Any thread.
+  TURNLOOP_DECL void returned_elsewhere() noexcept;
+
+  TURNLOOP_DECL void link_waiting(detail::slot_id id,
+      detail::buffer_waiter& w) noexcept;
+  TURNLOOP_DECL void unlink_waiting(detail::buffer_waiter& w) noexcept;
+  TURNLOOP_DECL void make_ready(detail::slot_id id, detail::buffer_waiter& w,
+      const boost::system::error_code& ec, detail::pooled_buffer* b) noexcept;
+
+  // Ends the wait of @p id with @p ec, if it is still waiting.
+  TURNLOOP_DECL void end_wait(detail::slot_id id,
+      const boost::system::error_code& ec) noexcept;
+
+  // A pooled read's watch completed with @p ec.
+  TURNLOOP_DECL void on_watch(detail::slot_id id,
+      boost::system::error_code ec) noexcept;
+
+  TURNLOOP_DECL void destroy_waiters() noexcept;
+
+  loop& loop_;
+  detail::loop_core& core_;
+  const std::size_t capacity_;
+  const std::size_t buffer_size_;
+  detail::buffer_store* store_;
+  detail::slot_table<detail::buffer_waiter> waiters_;
+  detail::slot_id wait_head_;
+  detail::slot_id wait_tail_;
+  detail::slot_id ready_head_;
+  detail::slot_id ready_tail_;
+  std::size_t waiting_ = 0;
+  std::uint64_t waits_ = 0;
+  bool in_turns_ = false; // registered as one of the loop's turn sources
+  std::atomic<std::uint64_t> refusals_{0};
+};
+
+} // namespace turnloop
+
+#include <turnloop/impl/buffer_pool.hpp>
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/impl/buffer_pool.ipp>
+# include <turnloop/detail/impl/buffer_store.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_BUFFER_POOL_HPP

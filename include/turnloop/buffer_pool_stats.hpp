@@ -1,0 +1,47 @@
+//
+// turnloop/buffer_pool_stats.hpp
+//
+// A snapshot of a buffer pool's counters, from buffer_pool::stats().
+//
+
+#ifndef TURNLOOP_BUFFER_POOL_STATS_HPP
+#define TURNLOOP_BUFFER_POOL_STATS_HPP
+
+#include <cstddef>
+#include <cstdint>
+
+namespace turnloop {
+
+/// Counters of a buffer_pool. Totals count since the pool was created.
+struct buffer_pool_stats
+{
+  /// Bytes per buffer (config::pooled_buffer_size).
+  std::size_t buffer_size = 0;
+
+  /// The ceiling on buffers (config::pooled_buffers).
+  std::size_t capacity = 0;
+
+  /// Buffers allocated so far. Never more than capacity; a buffer is kept
+  /// for reuse once minted, so this is also the pool's memory in buffers.
+  std::size_t minted = 0;
+
+  /// Buffers held by leases now, and the most ever held at once. A buffer
+  /// granted to a waiting operation counts from the grant, until its
+  /// operation's handler (or whoever it passed the lease to) lets go.
+  std::size_t leased = 0;
+  std::size_t leased_high_water = 0;
+
+  /// Operations waiting for a buffer now (async_lease, and pooled reads that
+  /// found data but no buffer), and how many times one had to wait.
+  std::size_t waiting = 0;
+  std::uint64_t waits = 0;
+
+  /// Requests refused with turnloop::error::resource_limit: try_lease with
+  /// every buffer leased, anything with the pool disabled, and async
+  /// operations refused at config::max_operations.
+  std::uint64_t refusals = 0;
+};
+
+} // namespace turnloop
+
+#endif // TURNLOOP_BUFFER_POOL_STATS_HPP

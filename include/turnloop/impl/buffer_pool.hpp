@@ -1,0 +1,178 @@
+//
+// turnloop/impl/buffer_pool.hpp
+//
+// Template members of buffer_pool.
+//
+
+#ifndef TURNLOOP_IMPL_BUFFER_POOL_HPP
+#define TURNLOOP_IMPL_BUFFER_POOL_HPP
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cassert>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace turnloop {
+
+class buffer_pool::initiate_lease
+{
+public:
+  using executor_type = buffer_pool::executor_type;
+
+  explicit initiate_lease(buffer_pool& pool) noexcept
+    : pool_(pool)
+  {
+  }
+
+  executor_type get_executor() const noexcept
+  {
+    return pool_.get_executor();
+  }
+
+  template <typename Handler>
+  void operator()(Handler&& handler) const
+  {
+    std::decay_t<Handler> h(std::forward<Handler>(handler));
+    pool_.start_lease(std::move(h));
+  }
+
+private:
+  buffer_pool& pool_;
+};
+
+// Installed in a waiting handler's cancellation slot. Any cancellation type
+// is honoured: a wait that ends has had no effect.
+struct buffer_pool::canceller
+{
+  buffer_pool* pool;
+  detail::slot_id id;
+
+  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  {
+    if (type != boost::asio::cancellation_type::none)
+      pool->end_wait(id, boost::asio::error::operation_aborted);
+  }
+};
+
+// Completes a pooled read's watch. It holds only an id, so a watch that
+// completes after the wait is over (ended by the pool's own emit, or racing
+// with a grant) finds the id stale or the record no longer waiting.
+struct buffer_pool::watch_handler
+{
+  buffer_pool* pool;
+  detail::slot_id id;
+
+  void operator()(const boost::system::error_code& ec) const noexcept
+  {
+    pool->on_watch(id, ec);
+  }
+};
+
+template <typename CompletionToken>
+auto buffer_pool::async_lease(CompletionToken&& token)
+{
+  return boost::asio::async_initiate<CompletionToken,
+    void(boost::system::error_code, buffer_lease)>(
+        initiate_lease(*this), token);
+}
+
+template <typename Handler>
+void buffer_pool::start_lease(Handler&& handler)
+{
+  using handler_type = std::decay_t<Handler>;
+
+  if (!core_.running_in_this_thread())
+  {
+    // The pool's lists belong to the loop's thread.
+    boost::asio::post(get_executor(),
+        [this, h = handler_type(std::forward<Handler>(handler))]() mutable {
+          start_lease(std::move(h));
+        });
+    return;
+  }
+
+  detail::operation_unit unit;
+  boost::system::error_code ec;
+  if (!admit(unit, ec))
+  {
+    boost::asio::post(get_executor(),
+        boost::asio::detail::move_binder2<handler_type,
+          boost::system::error_code, buffer_lease>(0,
+            handler_type(std::forward<Handler>(handler)), ec, buffer_lease()));
+    return;
+  }
+
+  handler_type h(std::forward<Handler>(handler));
+  detail::pooled_buffer* b = take();
+  detail::slot_id id;
+  try
+  {
+    id = add_waiter(h, std::move(unit));
+  }
+  catch (...)
+  {
+    if (b)
+      give_back(b);
+    throw;
+  }
+  detail::buffer_waiter& w = *waiters_.find(id);
+  if (b)
+    make_ready(id, w, boost::system::error_code(), b);
+  else
+  {
+    link_waiting(id, w);
+    ++waits_;
+  }
+}
+
+template <typename Handler>
+detail::slot_id buffer_pool::add_waiter(Handler& handler,
+    detail::operation_unit&& unit)
+{
+  using op = detail::buffer_wait_handler<Handler, executor_type>;
+
+  // The slot outlives the move of the handler into the operation.
+  boost::asio::cancellation_slot slot =
+    boost::asio::get_associated_cancellation_slot(handler);
+
+  typename op::ptr p = { boost::asio::detail::addressof(handler),
+    op::ptr::allocate(handler), 0 };
+  p.p = ::new (p.v) op(handler, get_executor());
+
+  boost::system::error_code ec;
+  const detail::slot_id id = waiters_.emplace(ec, p.p, std::move(unit));
+  // Every waiter holds one of the loop's operation units (its own, or its
+  // pooled read's), and the table's ceiling is max_operations.
+  assert(!ec);
+  p.v = p.p = nullptr;
+
+  if (slot.is_connected())
+  {
+    waiters_.find(id)->slot = slot;
+    slot.template emplace<canceller>(this, id);
+  }
+  return id;
+}
+
+template <typename Handler, typename Stream>
+void buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
+{
+  const detail::slot_id id = add_waiter(handler, detail::operation_unit());
+  detail::buffer_waiter& w = *waiters_.find(id);
+  link_waiting(id, w);
+  ++waits_;
+  w.descriptor = stream.native_handle();
+  stream.async_wait(Stream::wait_error,
+      boost::asio::bind_cancellation_slot(w.watch.slot(),
+        watch_handler{this, id}));
+  w.watched = true;
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_BUFFER_POOL_HPP

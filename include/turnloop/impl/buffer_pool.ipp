@@ -1,0 +1,334 @@
+//
+// turnloop/impl/buffer_pool.ipp
+//
+// Invariants kept here (all on the loop's thread):
+// - a waiter is in the waiting list only while every buffer is minted and
+//   leased: a buffer that comes back goes to the oldest waiter before the
+//   free list, so no request can overtake one that waits;
+// - a waiter's record lives from the start of its wait until its completion
+//   is delivered in run_ready (or it is destroyed at shutdown), so a buffer
+//   granted to it is counted as leased from the grant;
+// - every waiter holds one of the loop's operation units.
+//
+
+#ifndef TURNLOOP_IMPL_BUFFER_POOL_IPP
+#define TURNLOOP_IMPL_BUFFER_POOL_IPP
+
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/detail/descriptor_read.hpp>
+#include <turnloop/detail/buffer_pool_of.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/system/system_error.hpp>
+
+namespace turnloop {
+
+namespace {
+
+loop& checked_loop(boost::asio::execution_context& ctx)
+{
+  if (loop* l = detail::loop_of(ctx))
+    return *l;
+  throw boost::system::system_error(
+      boost::asio::error::operation_not_supported,
+      "turnloop::buffer_pool needs a turnloop::loop");
+}
+
+} // namespace
+
+TURNLOOP_DECL buffer_pool::buffer_pool(boost::asio::execution_context& ctx)
+  : boost::asio::execution_context::service(ctx),
+    loop_(checked_loop(ctx)),
+    core_(detail::core_of(loop_)),
+    capacity_(core_.get_config().pooled_buffers),
+    buffer_size_(core_.get_config().pooled_buffer_size),
+    store_(new detail::buffer_store(capacity_, buffer_size_, core_, *this)),
+    waiters_(core_.get_config().max_operations)
+{
+  // Nothing outside the pool may know of it yet: when two threads create
+  // the pool at once, Asio destroys the loser without shutting it down, and
+  // maybe while the loop runs. The pool joins the loop's turns at its first
+  // use, on the loop's thread (see take()).
+}
+
+TURNLOOP_DECL buffer_pool::~buffer_pool()
+{
+  // A pool that lost the race to be created (see the constructor) was never
+  // shut down.
+  shutdown();
+}
+
+TURNLOOP_DECL void buffer_pool::shutdown()
+{
+  if (!store_)
+    return;
+  // Before anything goes: threads that remember this pool forget it.
+  detail::pools_shut_down().fetch_add(1, std::memory_order_release);
+  if (in_turns_)
+    core_.remove_source(*this);
+  // Closed first, so that a lease released while the waiters' handlers are
+  // destroyed (a coroutine frame that held one) frees its buffer at once.
+  store_->close();
+  destroy_waiters();
+  std::exchange(store_, nullptr)->detach();
+}
+
+TURNLOOP_DECL void buffer_pool::destroy_waiters() noexcept
+{
+  // Destroying a handler may release leases but starts nothing, so the
+  // lists only shrink; take each head afresh.
+  for (;;)
+  {
+    const detail::slot_id id = wait_head_ ? wait_head_ : ready_head_;
+    if (!id)
+      return;
+    detail::buffer_waiter& w = *waiters_.find(id);
+    if (w.waiting)
+      unlink_waiting(w);
+    else
+    {
+      ready_head_ = w.next;
+      if (!ready_head_)
+        ready_tail_ = detail::slot_id();
+    }
+    if (w.slot.is_connected())
+      w.slot.clear();
+    detail::buffer_wait_op* op = w.op;
+    if (w.buffer)
+      store_->discard(w.buffer);
+    waiters_.erase(id);
+    op->destroy();
+  }
+}
+
+TURNLOOP_DECL bool buffer_pool::admit(detail::operation_unit& unit,
+    boost::system::error_code& ec) noexcept
+{
+  if (capacity_ == 0 || !core_.operations().try_acquire())
+  {
+    refusals_.fetch_add(1, std::memory_order_relaxed);
+    ec = make_error_code(error::resource_limit);
+    return false;
+  }
+  unit = detail::operation_unit(core_.operations());
+  ec.clear();
+  return true;
+}
+
+TURNLOOP_DECL buffer_lease buffer_pool::try_lease()
+{
+  boost::system::error_code ec;
+  buffer_lease lease = try_lease(ec);
+  if (ec)
+    throw boost::system::system_error(ec, "turnloop::buffer_pool::try_lease");
+  return lease;
+}
+
+TURNLOOP_DECL buffer_lease buffer_pool::try_lease(
+    boost::system::error_code& ec)
+{
+  detail::pooled_buffer* b = take();
+  if (!b)
+  {
+    refusals_.fetch_add(1, std::memory_order_relaxed);
+    ec = make_error_code(error::resource_limit);
+    return buffer_lease();
+  }
+  ec.clear();
+  return buffer_lease(b);
+}
+
+TURNLOOP_DECL detail::pooled_buffer* buffer_pool::take()
+{
+  // Every path to a lease or a wait comes here first, so from here on the
+  // pool may signal itself.
+  if (!in_turns_)
+  {
+    core_.add_source(*this);
+    in_turns_ = true;
+  }
+  take_back_returned();
+  return store_->take();
+}
+
+TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
+{
+  if (wait_head_)
+  {
+    const detail::slot_id id = wait_head_;
+    detail::buffer_waiter& w = *waiters_.find(id);
+    unlink_waiting(w);
+    make_ready(id, w, boost::system::error_code(), b);
+  }
+  else
+  {
+    b->next = nullptr;
+    store_->put(b);
+  }
+}
+
+TURNLOOP_DECL void buffer_pool::take_back_returned() noexcept
+{
+  detail::pooled_buffer* chain = store_->take_returned();
+  while (chain && wait_head_)
+  {
+    detail::pooled_buffer* b = chain;
+    chain = chain->next;
+    give_back(b);
+  }
+  if (chain)
+    store_->put(chain);
+}
+
+TURNLOOP_DECL void buffer_pool::returned_elsewhere() noexcept
+{
+  core_.signal(*this);
+}
+
+TURNLOOP_DECL void buffer_pool::link_waiting(detail::slot_id id,
+    detail::buffer_waiter& w) noexcept
+{
+  w.waiting = true;
+  w.prev = wait_tail_;
+  w.next = detail::slot_id();
+  if (wait_tail_)
+    waiters_.find(wait_tail_)->next = id;
+  else
+    wait_head_ = id;
+  wait_tail_ = id;
+  ++waiting_;
+}
+
+TURNLOOP_DECL void buffer_pool::unlink_waiting(
+    detail::buffer_waiter& w) noexcept
+{
+  if (w.prev)
+    waiters_.find(w.prev)->next = w.next;
+  else
+    wait_head_ = w.next;
+  if (w.next)
+    waiters_.find(w.next)->prev = w.prev;
+  else
+    wait_tail_ = w.prev;
+  w.prev = w.next = detail::slot_id();
+  w.waiting = false;
+  --waiting_;
+}
+
+TURNLOOP_DECL void buffer_pool::make_ready(detail::slot_id id,
+    detail::buffer_waiter& w, const boost::system::error_code& ec,
+    detail::pooled_buffer* b) noexcept
+{
+  w.result = ec;
+  w.buffer = b;
+  if (w.watched)
+  {
+    // The watch completes later (Asio posts it) and finds the record no
+    // longer waiting.
+    w.watched = false;
+    w.watch.emit(boost::asio::cancellation_type::all);
+  }
+  w.next = detail::slot_id();
+  if (ready_tail_)
+    waiters_.find(ready_tail_)->next = id;
+  else
+    ready_head_ = id;
+  ready_tail_ = id;
+  core_.signal(*this);
+}
+
+TURNLOOP_DECL void buffer_pool::end_wait(detail::slot_id id,
+    const boost::system::error_code& ec) noexcept
+{
+  detail::buffer_waiter* w = waiters_.find(id);
+  if (!w || !w->waiting)
+    return;
+  unlink_waiting(*w);
+  make_ready(id, *w, ec, nullptr);
+}
+
+TURNLOOP_DECL void buffer_pool::on_watch(detail::slot_id id,
+    boost::system::error_code ec) noexcept
+{
+  detail::buffer_waiter* w = waiters_.find(id);
+  if (!w || !w->waiting)
+    return;
+  w->watched = false;
+  if (!ec)
+  {
+    // The stream reports an error, a hang-up or urgent data. What a read
+    // would return can be told without a buffer unless data is waiting.
+    switch (detail::probe_unread(w->descriptor, ec))
+    {
+    case detail::unread::data:
+      return; // keeps waiting for a buffer, now unwatched (re-arming would
+              // fire again at once)
+    case detail::unread::nothing:
+      ec = boost::asio::error::would_block; // back to waiting for data
+      break;
+    case detail::unread::end:
+      break;
+    }
+  }
+  unlink_waiting(*w);
+  make_ready(id, *w, ec, nullptr);
+}
+
+TURNLOOP_DECL std::size_t buffer_pool::run_ready(std::size_t budget)
+{
+  take_back_returned();
+
+  // Signals again if ready records remain: at the budget, or when a
+  // handler throws.
+  struct resignal
+  {
+    buffer_pool& pool;
+    ~resignal()
+    {
+      if (pool.ready_head_)
+        pool.core_.signal(pool);
+    }
+  } guard{*this};
+
+  std::size_t ran = 0;
+  while (ran < budget && ready_head_)
+  {
+    const detail::slot_id id = ready_head_;
+    detail::buffer_waiter& w = *waiters_.find(id);
+    ready_head_ = w.next;
+    if (!ready_head_)
+      ready_tail_ = detail::slot_id();
+    if (w.slot.is_connected())
+      w.slot.clear();
+    detail::buffer_wait_op* op = w.op;
+    const boost::system::error_code ec = w.result;
+    buffer_lease lease(w.buffer);
+    // Erasing releases an async_lease's operation unit before its handler
+    // runs, so the handler can start the next one.
+    waiters_.erase(id);
+    ++ran;
+    op->complete(ec, std::move(lease));
+  }
+  return ran;
+}
+
+TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
+{
+  buffer_pool_stats s;
+  s.buffer_size = buffer_size_;
+  s.capacity = capacity_;
+  if (store_)
+  {
+    s.minted = store_->minted();
+    s.leased = store_->leased();
+    s.leased_high_water = store_->leased_high_water();
+  }
+  s.waiting = waiting_;
+  s.waits = waits_;
+  s.refusals = refusals_.load(std::memory_order_relaxed);
+  return s;
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_BUFFER_POOL_IPP

@@ -1,0 +1,115 @@
+//
+// test/counting_allocator.hpp
+//
+// A global allocator that counts, for the cases that prove a warm path
+// allocates nothing. It defines the replacement functions, so a test module
+// includes it in exactly one file.
+//
+// operator new is counted always. Asio takes handler memory from
+// aligned_alloc, which a replaced operator new never sees, so the C
+// allocation functions are interposed too, forwarding to glibc's own;
+// except under the sanitizers, which own malloc themselves (there only
+// operator new is counted).
+//
+
+#ifndef TURNLOOP_TEST_COUNTING_ALLOCATOR_HPP
+#define TURNLOOP_TEST_COUNTING_ALLOCATOR_HPP
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace test {
+
+/// Allocations made by the process so far, on every thread.
+inline std::atomic<long> allocations{0};
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+/// True where malloc and its relatives are counted as well.
+inline constexpr bool counts_malloc = true;
+#else // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+inline constexpr bool counts_malloc = false;
+#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
+} // namespace test
+
+void* operator new(std::size_t n)
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1))
+    return p;
+  throw std::bad_alloc();
+}
+
+void operator delete(void* p) noexcept
+{
+  std::free(p);
+}
+
+void operator delete(void* p, std::size_t) noexcept
+{
+  std::free(p);
+}
+
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+extern "C" {
+
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void __libc_free(void*);
+
+void* malloc(std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(n);
+}
+
+void* calloc(std::size_t count, std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(count, n);
+}
+
+void* realloc(void* p, std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(p, n);
+}
+
+void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(alignment, n);
+}
+
+void* memalign(std::size_t alignment, std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(alignment, n);
+}
+
+int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0)
+    return EINVAL;
+  void* p = __libc_memalign(alignment, n);
+  if (!p)
+    return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+void free(void* p) noexcept
+{
+  __libc_free(p);
+}
+
+} // extern "C"
+#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
+#endif // TURNLOOP_TEST_COUNTING_ALLOCATOR_HPP
