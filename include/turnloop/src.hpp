@@ -16,5 +16,7 @@
 #include <turnloop/impl/config.ipp>
 #include <turnloop/detail/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
+#include <turnloop/detail/impl/handle_service.ipp>
+#include <turnloop/impl/accept.ipp>
 
 #endif // TURNLOOP_SRC_HPP
