@@ -165,7 +165,7 @@ public:
 private:
   explicit parked_accept_op(Handler&& op)
     : parked_accept(&parked_accept_op::do_resume,
-        &parked_accept_op::do_destroy, &parked_accept_op::do_acceptor_open),
+        &parked_accept_op::do_destroy),
       op_(std::move(op))
   {
   }
@@ -188,11 +188,6 @@ private:
     Handler op(std::move(o->op_));
     ptr p = {boost::asio::detail::addressof(op), o, o};
     p.reset();
-  }
-
-  static bool do_acceptor_open(const parked_accept* base) noexcept
-  {
-    return static_cast<const parked_accept_op*>(base)->op_.acceptor_open();
   }
 
   Handler op_;
@@ -255,11 +250,6 @@ public:
     if (descriptor_shortage(ec))
       return park(true);
     complete(ec, std::move(peer));
-  }
-
-  bool acceptor_open() const noexcept
-  {
-    return acceptor_->is_open();
   }
 
   /// Back from the handle service (parked_accept::resume).

@@ -47,24 +47,15 @@ public:
     destroy_(this);
   }
 
-  /// Whether its acceptor is open. Calls nothing but is_open().
-  bool acceptor_open() const noexcept
-  {
-    return acceptor_open_(this);
-  }
-
 protected:
   using resume_function = void (*)(parked_accept*,
       const boost::system::error_code&, handle_unit&&,
       const boost::asio::cancellation_slot&);
   using destroy_function = void (*)(parked_accept*) noexcept;
-  using acceptor_open_function = bool (*)(const parked_accept*) noexcept;
 
-  parked_accept(resume_function resume, destroy_function destroy,
-      acceptor_open_function acceptor_open) noexcept
+  parked_accept(resume_function resume, destroy_function destroy) noexcept
     : resume_(resume),
-      destroy_(destroy),
-      acceptor_open_(acceptor_open)
+      destroy_(destroy)
   {
   }
 
@@ -73,7 +64,6 @@ protected:
 private:
   resume_function resume_;
   destroy_function destroy_;
-  acceptor_open_function acceptor_open_;
 };
 
 struct accept_record
@@ -83,7 +73,7 @@ struct accept_record
     running, // accept has been called (or is about to be); in no list
     waiting, // in line for a handle; accept not called
     backoff, // holds a handle; accept failed for want of descriptors
-    ready    // to be resumed in the next turn, with result
+    ready    // a resume is posted: complete with result, or call accept
   };
 
   state where = state::running;
