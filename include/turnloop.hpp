@@ -7,6 +7,7 @@
 #ifndef TURNLOOP_HPP
 #define TURNLOOP_HPP
 
+#include <turnloop/accept.hpp>
 #include <turnloop/blocking.hpp>
 #include <turnloop/blocking_stats.hpp>
 #include <turnloop/buffer_lease.hpp>
@@ -14,6 +15,7 @@
 #include <turnloop/buffer_pool_stats.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
+#include <turnloop/handle_stats.hpp>
 #include <turnloop/loop.hpp>
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/read_pooled.hpp>

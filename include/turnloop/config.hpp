@@ -19,8 +19,18 @@ namespace turnloop {
 /// Configuration of a turnloop::loop, validated by the loop's constructor.
 struct config
 {
-  /// Ceiling on live handles the loop owns (sockets, timers, ... created
-  /// through turnloop). Range 1 .. max_index.
+  /// Ceiling on live handles the loop owns: today, connections accepted
+  /// through turnloop::async_accept (stock Asio sockets and timers are not
+  /// counted). A connection holds its handle from the moment its accept
+  /// starts until the turnloop::accepted_socket that owns it is destroyed.
+  /// Enforced by async_accept before it calls accept: at the ceiling the
+  /// accept is not refused but waits, first come first served, for a
+  /// handle to be released, and meanwhile does not call accept, so further
+  /// connections wait in the kernel's listen backlog (the backlog's own
+  /// limit, listen(2)'s, then applies). Every accept, waiting or not, also
+  /// holds one unit of max_operations until its handler is called. Costs
+  /// nothing until the first accept; see doc/configuration.md.
+  /// Range 1 .. max_index.
   std::size_t max_handles = 1024;
 
   /// Ceiling on outstanding operations the loop tracks itself, including

@@ -24,5 +24,7 @@
 #include <turnloop/detail/impl/buffer_store.ipp>
 #include <turnloop/detail/impl/descriptor_read.ipp>
 #include <turnloop/detail/impl/buffer_pool_of.ipp>
+#include <turnloop/detail/impl/handle_service.ipp>
+#include <turnloop/impl/accept.ipp>
 
 #endif // TURNLOOP_SRC_HPP

@@ -1,0 +1,27 @@
+//
+// turnloop/impl/accept.hpp
+//
+
+#ifndef TURNLOOP_IMPL_ACCEPT_HPP
+#define TURNLOOP_IMPL_ACCEPT_HPP
+
+namespace turnloop {
+
+template <typename Protocol, typename Executor,
+    boost::asio::completion_token_for<void(boost::system::error_code,
+      accepted_socket<Protocol, Executor>)> AcceptToken>
+  requires detail::accepts_streams<Protocol, Executor>
+auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+    AcceptToken&& token)
+  -> decltype(boost::asio::async_initiate<AcceptToken,
+      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+        std::declval<detail::initiate_accept<Protocol, Executor>>(), token))
+{
+  return boost::asio::async_initiate<AcceptToken,
+    void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+      detail::initiate_accept<Protocol, Executor>(acceptor), token);
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_ACCEPT_HPP
