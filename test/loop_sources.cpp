@@ -119,16 +119,18 @@ BOOST_AUTO_TEST_CASE(signals_from_other_threads_wake_a_parked_loop_once,
   BOOST_TEST(test::wait_for([&] { return tid.load() != 0; }));
   BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(tid); }));
 
-  // A burst of completions made ready while the loop is parked: once the
-  // signal is set, the rest cost no wake, so far fewer wakes than signals.
+  // A burst of completions made ready while the loop is parked: while the
+  // signal is set, further ones cost no wake.
   for (int i = 0; i < 1000; ++i)
     source.make_ready(1);
   BOOST_TEST(test::wait_for([&] { return source.delivered.load() == 1000; }));
   std::atomic<std::uint64_t> wakes{0};
   asio::post(l, [&] { wakes = l.stats().wakes; guard.reset(); });
   loop_thread.join();
+  // The loop may drain and park again between signals (often, when the
+  // machine is slow or under TSan), but a wake per signal would be 1000.
   BOOST_TEST(wakes.load() >= 1u);
-  BOOST_TEST(wakes.load() <= 10u + 1u); // the final post may need one more
+  BOOST_TEST(wakes.load() < 500u);
   BOOST_TEST(source.on_loop_thread);
 }
 

@@ -86,7 +86,7 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// the loop and admitted in its next turn. Cancellation signals must be
 /// emitted on the loop's thread, as with every Asio operation.
 ///
-/// @throws boost::system::system_error (invalid_argument) if @p ex's
+/// @throws boost::system::system_error (operation_not_supported) if @p ex's
 /// context is not a turnloop::loop, or what allocating the job throws.
 template <blocking_executor Executor, typename Function,
     typename CompletionToken =

@@ -7,10 +7,24 @@
 #ifndef TURNLOOP_LOOP_STATS_HPP
 #define TURNLOOP_LOOP_STATS_HPP
 
+#include <turnloop/blocking_stats.hpp>
+#include <turnloop/buffer_pool_stats.hpp>
+#include <turnloop/handle_stats.hpp>
+
 #include <cstddef>
 #include <cstdint>
 
 namespace turnloop {
+
+/// One configured ceiling: its limit, how much of it is in use now, the most
+/// ever in use, and the requests refused because it was reached.
+struct ceiling_use
+{
+  std::size_t limit = 0;
+  std::size_t in_use = 0;
+  std::size_t high_water = 0;
+  std::uint64_t refusals = 0;
+};
 
 /// Counters of a loop. Totals count since construction.
 struct loop_stats
@@ -44,6 +58,30 @@ struct loop_stats
   std::size_t posts_queued = 0;
   std::size_t posts_queued_high_water = 0;
   std::uint64_t posts_refused = 0;
+
+  /// Every ceiling of turnloop::config, with its use and high-water mark.
+  /// config::max_handles: live handles (connections accepted through
+  /// turnloop::async_accept).
+  ceiling_use handles;
+  /// config::max_operations: outstanding operations the loop tracks itself
+  /// (blocking jobs until delivered, pooled reads, lease and accept waits).
+  ceiling_use operations;
+  /// config::post_capacity: cross-thread posts queued and not yet taken.
+  ceiling_use posts;
+  /// config::pooled_buffers (in use: buffers leased; high water: the most
+  /// leased at once). pool has the buffer pool's own counters.
+  ceiling_use pooled_buffers;
+  /// config::blocking.queue_capacity, long_threads_max, max_undelivered.
+  ceiling_use blocking_queue;
+  ceiling_use blocking_long_threads;
+  ceiling_use blocking_undelivered;
+
+  /// The services' own statistics (the buffer pool, the blocking service,
+  /// turnloop::async_accept and its handles); all zero until a service is
+  /// first used (reading them creates nothing).
+  buffer_pool_stats pool;
+  blocking_stats blocking;
+  handle_stats accepts;
 };
 
 } // namespace turnloop

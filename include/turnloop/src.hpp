@@ -16,6 +16,7 @@
 #include <turnloop/impl/config.ipp>
 #include <turnloop/detail/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
+#include <turnloop/detail/impl/loop_of.ipp>
 #include <turnloop/detail/impl/blocking_pool.ipp>
 #include <turnloop/detail/impl/blocking_service.ipp>
 #include <turnloop/impl/blocking.ipp>

@@ -2,11 +2,9 @@
 // turnloop/detail/buffer_pool_of.hpp
 //
 // Finds the buffer pool of the loop behind an execution context, for a
-// pooled read that has only its stream's executor to go by. Asio's
-// execution_context is not polymorphic, so a loop is recognised by its
-// reactor, which only a loop installs; and since that lookup and Asio's
-// service registry take locks, each thread remembers the last pool it
-// found. A remembered pool is used only if no pool anywhere has shut down
+// pooled read that has only its stream's executor to go by. Recognising a
+// loop (detail::loop_of) and Asio's service registry take locks, so each
+// thread remembers the last pool it found. A remembered pool is used only if no pool anywhere has shut down
 // since, so a new loop that happens to reuse a dead loop's address is never
 // taken for it.
 //
@@ -15,6 +13,7 @@
 #define TURNLOOP_DETAIL_BUFFER_POOL_OF_HPP
 
 #include <turnloop/detail/config.hpp>
+#include <turnloop/detail/loop_of.hpp>
 
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -29,9 +28,6 @@ class buffer_pool;
 class loop;
 
 namespace detail {
-
-/// The loop @p ctx is, or nullptr if it is another kind of context.
-TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx);
 
 /// The pool of the loop @p ctx is (created on first use), or nullptr if
 /// @p ctx is not a turnloop::loop. Any thread.

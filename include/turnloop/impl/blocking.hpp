@@ -17,17 +17,20 @@
 #include <boost/asio/strand.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <turnloop/detail/loop_of.hpp>
+
 #include <concepts>
 #include <utility>
 
 namespace turnloop {
 namespace detail {
 
-/// The loop @p ex submits to. Known from the type for the loop's executor
-/// and strands of it; looked for behind a polymorphic executor.
-/// @throws boost::system::system_error (invalid_argument) if there is none.
+/// The loop @p ex submits to: known from the type for the loop's executor
+/// and strands of it, looked for behind any other executor.
+/// @throws boost::system::system_error (operation_not_supported) if the
+/// executor's context is not a loop.
 template <typename Executor>
-loop& loop_of(const Executor& ex)
+loop& submission_loop(const Executor& ex)
 {
   if constexpr (requires {
       { boost::asio::query(ex, boost::asio::execution::context) }
@@ -37,16 +40,11 @@ loop& loop_of(const Executor& ex)
     return ex.context();
   else
   {
-    if constexpr (requires { ex.template target<loop::executor_type>(); })
-    {
-      using strand_type = boost::asio::strand<loop::executor_type>;
-      if (const auto* target = ex.template target<loop::executor_type>())
-        return target->context();
-      if (const auto* target = ex.template target<strand_type>())
-        return target->get_inner_executor().context();
-    }
+    if (loop* l = loop_of(boost::asio::query(ex,
+            boost::asio::execution::context)))
+      return *l;
     throw boost::system::system_error(
-        make_error_code(boost::asio::error::invalid_argument),
+        make_error_code(boost::asio::error::operation_not_supported),
         "turnloop::async_blocking: the executor's context is not a "
         "turnloop::loop");
   }
@@ -103,7 +101,7 @@ template <blocking_executor Executor, typename Function,
 auto async_blocking(const Executor& ex, Function&& function,
     CompletionToken&& token)
 {
-  return detail::initiate(detail::loop_of(ex), ex, false,
+  return detail::initiate(detail::submission_loop(ex), ex, false,
       std::forward<Function>(function), token);
 }
 
@@ -119,7 +117,7 @@ template <blocking_executor Executor, typename Function,
 auto async_blocking_long(const Executor& ex, Function&& function,
     CompletionToken&& token)
 {
-  return detail::initiate(detail::loop_of(ex), ex, true,
+  return detail::initiate(detail::submission_loop(ex), ex, true,
       std::forward<Function>(function), token);
 }
 

@@ -6,6 +6,9 @@
 #define TURNLOOP_IMPL_LOOP_IPP
 
 #include <turnloop/loop.hpp>
+#include <turnloop/accept.hpp>
+#include <turnloop/blocking.hpp>
+#include <turnloop/buffer_pool.hpp>
 
 namespace turnloop {
 
@@ -80,6 +83,25 @@ TURNLOOP_DECL loop_stats loop::stats() const noexcept
 {
   loop_stats s;
   core_.fill_stats(s);
+  const config& c = core_.get_config();
+  loop& self = const_cast<loop&>(*this);
+
+  s.pool.capacity = c.pooled_buffers;
+  s.pool.buffer_size = c.pooled_buffer_size;
+  if (boost::asio::has_service<buffer_pool>(self))
+    s.pool = boost::asio::use_service<buffer_pool>(self).stats();
+  s.pooled_buffers = {c.pooled_buffers, s.pool.leased,
+    s.pool.leased_high_water, s.pool.refusals};
+
+  s.accepts = handle_statistics(self);
+  s.blocking = blocking_statistics(self);
+  s.blocking_queue = {c.blocking.queue_capacity, s.blocking.queued,
+    s.blocking.queued_high_water, s.blocking.refused_queue};
+  s.blocking_long_threads = {c.blocking.long_threads_max,
+    s.blocking.long_threads, s.blocking.long_threads_high_water,
+    s.blocking.refused_threads};
+  s.blocking_undelivered = {c.blocking.max_undelivered, s.blocking.undelivered,
+    s.blocking.undelivered_high_water, s.blocking.refused_undelivered};
   return s;
 }
 

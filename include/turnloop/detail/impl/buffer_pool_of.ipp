@@ -8,23 +8,9 @@
 #include <turnloop/detail/buffer_pool_of.hpp>
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/loop.hpp>
-#include <turnloop/detail/turn_reactor.hpp>
 
 namespace turnloop {
 namespace detail {
-
-TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx)
-{
-  // has_service first: use_service would create a reactor in a context
-  // that has none (a thread_pool, say).
-  using boost::asio::detail::epoll_reactor;
-  if (!boost::asio::has_service<epoll_reactor>(ctx))
-    return nullptr;
-  if (!dynamic_cast<turn_reactor*>(
-        &boost::asio::use_service<epoll_reactor>(ctx)))
-    return nullptr;
-  return &static_cast<loop&>(ctx);
-}
 
 TURNLOOP_DECL std::atomic<std::uint64_t>& pools_shut_down() noexcept
 {

@@ -20,7 +20,7 @@
 #define TURNLOOP_DETAIL_IMPL_HANDLE_SERVICE_IPP
 
 #include <turnloop/detail/handle_service.hpp>
-#include <turnloop/detail/turn_reactor.hpp>
+#include <turnloop/detail/loop_of.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
@@ -100,12 +100,7 @@ TURNLOOP_DECL handle_service::~handle_service()
 TURNLOOP_DECL handle_service* handle_service::of(
     boost::asio::execution_context& ctx)
 {
-  // A loop is known by its reactor, which only a loop installs. has_service
-  // first, so that asking does not give another kind of context a reactor.
-  using boost::asio::detail::epoll_reactor;
-  if (!boost::asio::has_service<epoll_reactor>(ctx)
-      || !dynamic_cast<turn_reactor*>(
-        &boost::asio::use_service<epoll_reactor>(ctx)))
+  if (!loop_of(ctx))
     return nullptr;
   return &boost::asio::use_service<handle_service>(ctx);
 }

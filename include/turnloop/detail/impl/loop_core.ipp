@@ -703,6 +703,12 @@ TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
   s.posts_queued_high_water = remote_high_water_ > s.posts_queued
     ? remote_high_water_ : s.posts_queued;
   s.posts_refused = refused_posts_.load(std::memory_order_relaxed);
+  s.posts = {config_.post_capacity, s.posts_queued, s.posts_queued_high_water,
+    s.posts_refused};
+  s.handles = {handles_.limit(), handles_.in_use(), handles_.high_water(),
+    handles_.refusals()};
+  s.operations = {operations_.limit(), operations_.in_use(),
+    operations_.high_water(), operations_.refusals()};
 }
 
 // --- destruction ---------------------------------------------------------------

@@ -1,0 +1,34 @@
+//
+// turnloop/detail/loop_of.hpp
+//
+// Recognises a turnloop::loop behind a plain execution_context, for the
+// services that are reached through a stream's or a polymorphic executor.
+// Asio's execution_context is not polymorphic, so a loop is known by its
+// reactor, which only a loop installs.
+//
+
+#ifndef TURNLOOP_DETAIL_LOOP_OF_HPP
+#define TURNLOOP_DETAIL_LOOP_OF_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#include <boost/asio/execution_context.hpp>
+
+namespace turnloop {
+
+class loop;
+
+namespace detail {
+
+/// The loop @p ctx is, or nullptr if it is another kind of context. Creates
+/// no service in a context that is not a loop.
+TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx);
+
+} // namespace detail
+} // namespace turnloop
+
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/detail/impl/loop_of.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_DETAIL_LOOP_OF_HPP
