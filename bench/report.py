@@ -128,14 +128,25 @@ def _escape(text):
             .replace(">", "&gt;"))
 
 
+def advantage(row, key):
+    """How many times better turnloop did than the baseline: the ratio for a
+    higher-is-better row, its inverse for a lower-is-better one, so every bar
+    to the right of 1.0 is a win and every bar to the left a loss."""
+    v = row.get(key)
+    if not v:
+        return None
+    return v if row["better"] == "higher" else 1.0 / v
+
+
 def write_svg(path, rows, subtitle):
-    """Horizontal bars of turnloop/io_context per row on a log scale, with a
+    """Horizontal bars of turnloop's advantage per row on a log scale, with a
     reference line at 1.0: one bar against io_context, one against
     io_context(1)."""
     plotted = [r for r in rows if r.get("ratio_io_context")
                or r.get("ratio_io_context_1")]
     ratios = [v for r in plotted
-              for v in (r.get("ratio_io_context"), r.get("ratio_io_context_1"))
+              for v in (advantage(r, "ratio_io_context"),
+                        advantage(r, "ratio_io_context_1"))
               if v]
     if not ratios:
         return False
@@ -154,7 +165,8 @@ def write_svg(path, rows, subtitle):
            f'height="{height}" font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="10" y="22" font-size="15" font-weight="bold">'
-           f'turnloop / io_context, median of each side (log scale)</text>',
+           f'turnloop against io_context: times better, from medians '
+           f'(log scale; right of 1 = turnloop better)</text>',
            f'<text x="10" y="42" fill="#555">{_escape(subtitle)}</text>']
     fine = hi - lo <= math.log(8)
     ticks = [t for t in (1 / 64, 1 / 32, 1 / 16, 1 / 8, 0.25, 0.5, 0.75, 1, 1.5,
@@ -169,13 +181,14 @@ def write_svg(path, rows, subtitle):
                    f'text-anchor="middle" fill="#555">{t:g}</text>')
     for i, row in enumerate(plotted):
         y = top + i * row_h
-        hint = "higher is better" if row["better"] == "higher" else "lower is better"
+        hint = ("turnloop/io_context" if row["better"] == "higher"
+                else "io_context/turnloop")
         out.append(f'<text x="{label_w - 8}" y="{y + 13}" text-anchor="end">'
                    f'{_escape(row["name"])}</text>')
         out.append(f'<text x="{label_w - 8}" y="{y + 25}" text-anchor="end" '
                    f'fill="#777" font-size="10">{_escape(row["unit"])}, {hint}</text>')
         for j, key in enumerate(("ratio_io_context", "ratio_io_context_1")):
-            v = row.get(key)
+            v = advantage(row, key)
             if not v:
                 continue
             x0, x1 = sorted((x_of(1.0), x_of(v)))
