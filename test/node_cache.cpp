@@ -5,7 +5,7 @@
 // posting threads, and every list capped.
 //
 
-#include <turnloop/detail/node_cache.hpp>
+#include <turnloop/detail/engine/node_cache.hpp>
 
 #define BOOST_TEST_MODULE node_cache
 #include <boost/test/unit_test.hpp>

@@ -14,8 +14,8 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/handle_stats.hpp>
 #include <turnloop/loop.hpp>
-#include <turnloop/detail/accept_op.hpp>
-#include <turnloop/detail/handle_unit.hpp>
+#include <turnloop/detail/accept/accept_op.hpp>
+#include <turnloop/detail/accept/handle_unit.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>

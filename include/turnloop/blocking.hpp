@@ -14,7 +14,7 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/blocking_stats.hpp>
-#include <turnloop/detail/blocking_traits.hpp>
+#include <turnloop/detail/blocking/blocking_traits.hpp>
 #include <turnloop/loop.hpp>
 
 #include <boost/asio/async_result.hpp>

@@ -9,7 +9,7 @@
 #define TURNLOOP_BUFFER_LEASE_HPP
 
 #include <turnloop/detail/config.hpp>
-#include <turnloop/detail/buffer_store.hpp>
+#include <turnloop/detail/pool/buffer_store.hpp>
 
 #include <boost/asio/buffer.hpp>
 

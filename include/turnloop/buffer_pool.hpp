@@ -14,10 +14,10 @@
 #include <turnloop/buffer_lease.hpp>
 #include <turnloop/buffer_pool_stats.hpp>
 #include <turnloop/loop.hpp>
-#include <turnloop/detail/buffer_store.hpp>
-#include <turnloop/detail/buffer_waiter.hpp>
+#include <turnloop/detail/pool/buffer_store.hpp>
+#include <turnloop/detail/pool/buffer_waiter.hpp>
 #include <turnloop/detail/slot_table.hpp>
-#include <turnloop/detail/turn_source.hpp>
+#include <turnloop/detail/engine/turn_source.hpp>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_type.hpp>
@@ -231,7 +231,7 @@ private:
 #include <turnloop/impl/buffer_pool.hpp>
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/impl/buffer_pool.ipp>
-# include <turnloop/detail/impl/buffer_store.ipp>
+# include <turnloop/detail/pool/impl/buffer_store.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
 
 #endif // TURNLOOP_BUFFER_POOL_HPP

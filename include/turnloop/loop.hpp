@@ -12,7 +12,7 @@
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
 #include <turnloop/loop_stats.hpp>
-#include <turnloop/detail/loop_core.hpp>
+#include <turnloop/detail/engine/loop_core.hpp>
 
 #include <boost/asio/execution.hpp>
 #include <boost/asio/io_context.hpp>

@@ -14,18 +14,18 @@
 
 #include <turnloop/impl/error.ipp>
 #include <turnloop/impl/config.ipp>
-#include <turnloop/detail/impl/loop_core.ipp>
+#include <turnloop/detail/engine/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
 #include <turnloop/detail/impl/loop_of.ipp>
-#include <turnloop/detail/impl/blocking_pool.ipp>
-#include <turnloop/detail/impl/blocking_service.ipp>
+#include <turnloop/detail/blocking/impl/blocking_pool.ipp>
+#include <turnloop/detail/blocking/impl/blocking_service.ipp>
 #include <turnloop/impl/blocking.ipp>
 #include <turnloop/impl/buffer_lease.ipp>
 #include <turnloop/impl/buffer_pool.ipp>
-#include <turnloop/detail/impl/buffer_store.ipp>
-#include <turnloop/detail/impl/descriptor_read.ipp>
-#include <turnloop/detail/impl/buffer_pool_of.ipp>
-#include <turnloop/detail/impl/handle_service.ipp>
+#include <turnloop/detail/pool/impl/buffer_store.ipp>
+#include <turnloop/detail/pool/impl/descriptor_read.ipp>
+#include <turnloop/detail/pool/impl/buffer_pool_of.ipp>
+#include <turnloop/detail/accept/impl/handle_service.ipp>
 #include <turnloop/impl/accept.ipp>
 
 #endif // TURNLOOP_SRC_HPP

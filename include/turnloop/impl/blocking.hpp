@@ -8,7 +8,7 @@
 #ifndef TURNLOOP_IMPL_BLOCKING_HPP
 #define TURNLOOP_IMPL_BLOCKING_HPP
 
-#include <turnloop/detail/blocking_service.hpp>
+#include <turnloop/detail/blocking/blocking_service.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution/context.hpp>

@@ -15,8 +15,8 @@
 #define TURNLOOP_IMPL_BUFFER_POOL_IPP
 
 #include <turnloop/buffer_pool.hpp>
-#include <turnloop/detail/descriptor_read.hpp>
-#include <turnloop/detail/buffer_pool_of.hpp>
+#include <turnloop/detail/pool/descriptor_read.hpp>
+#include <turnloop/detail/pool/buffer_pool_of.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>

@@ -6,7 +6,7 @@
 #define TURNLOOP_DETAIL_IMPL_LOOP_OF_IPP
 
 #include <turnloop/detail/loop_of.hpp>
-#include <turnloop/detail/turn_reactor.hpp>
+#include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/loop.hpp>
 
 namespace turnloop {

@@ -1,0 +1,281 @@
+//
+// turnloop/detail/blocking/blocking_op.hpp
+//
+// The typed body of a blocking job: the function, its result or exception,
+// the stop source a running function may watch, and the completion handler
+// with what it needs to be invoked where Asio says it must.
+//
+// Memory comes from the handler's associated allocator (Asio's per-thread
+// recycling allocator by default) and is freed on the loop's thread before
+// the handler is invoked, as Asio's own operations do.
+//
+
+#ifndef TURNLOOP_DETAIL_BLOCKING_BLOCKING_OP_HPP
+#define TURNLOOP_DETAIL_BLOCKING_BLOCKING_OP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/detail/blocking/blocking_job.hpp>
+#include <turnloop/detail/blocking/blocking_traits.hpp>
+#include <turnloop/error.hpp>
+#include <turnloop/loop.hpp>
+
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace turnloop {
+namespace detail {
+
+template <typename T>
+struct is_loop_executor : std::false_type
+{
+};
+
+template <typename Allocator, std::uintptr_t Bits>
+struct is_loop_executor<loop::basic_executor_type<Allocator, Bits>>
+  : std::true_type
+{
+};
+
+/// True if a handler bound to @p ex may be invoked directly in a turn of
+/// @p l: @p ex is that loop's own executor, possibly behind any_io_executor.
+/// Anything else (a strand, another context) is dispatched to.
+template <typename Executor>
+bool invokes_directly(const Executor& ex, const loop& l) noexcept
+{
+  if constexpr (is_loop_executor<Executor>::value)
+    return &ex.context() == &l;
+  else if constexpr (requires { ex.template target<loop::executor_type>(); })
+  {
+    const loop::executor_type* target =
+      ex.template target<loop::executor_type>();
+    return target && &target->context() == &l;
+  }
+  else
+    return false;
+}
+
+struct no_stop_source
+{
+};
+
+template <typename Function, typename Handler, typename IoExecutor>
+class blocking_op final : public blocking_job
+{
+public:
+  using result_type = blocking_result_t<Function>;
+  using handler_executor =
+    boost::asio::associated_executor_t<Handler, IoExecutor>;
+
+  /// Allocates and constructs a job; throws what allocation or the moves
+  /// throw, leaving @p handler and @p function untouched on bad_alloc.
+  template <typename H, typename F>
+  static blocking_op* create(H&& handler, F&& function,
+      const IoExecutor& io_ex, const loop& l)
+  {
+    op_allocator alloc(allocator_of(handler));
+    blocking_op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
+    try
+    {
+      return ::new (static_cast<void*>(op)) blocking_op(
+          std::forward<H>(handler), std::forward<F>(function), io_ex, l);
+    }
+    catch (...)
+    {
+      std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+      throw;
+    }
+  }
+
+  Handler& handler() noexcept
+  {
+    return handler_;
+  }
+
+  /// Posts the completion of a refused submission: resource_limit, in a
+  /// later turn (asio::post never runs it inline).
+  template <typename H>
+  static void post_refusal(const IoExecutor& io_ex, H&& handler)
+  {
+    const boost::system::error_code ec = make_error_code(error::resource_limit);
+    if constexpr (std::is_void_v<result_type>)
+    {
+      boost::asio::post(io_ex, boost::asio::append(std::forward<H>(handler),
+            ec, std::exception_ptr()));
+    }
+    else
+    {
+      boost::asio::post(io_ex, boost::asio::append(std::forward<H>(handler),
+            ec, std::exception_ptr(), result_type()));
+    }
+  }
+
+private:
+  using handler_allocator = boost::asio::associated_allocator_t<Handler,
+        boost::asio::recycling_allocator<void>>;
+  using op_allocator = typename std::allocator_traits<handler_allocator>::
+    template rebind_alloc<blocking_op>;
+  using stored_result = std::conditional_t<std::is_void_v<result_type>,
+        std::monostate, result_type>;
+  using stop_type = std::conditional_t<takes_stop_token<Function>,
+        std::stop_source, no_stop_source>;
+  using work_guard = boost::asio::executor_work_guard<handler_executor>;
+
+  template <typename H, typename F>
+  blocking_op(H&& handler, F&& function, const IoExecutor& io_ex,
+      const loop& l)
+    : blocking_job(functions),
+      function_(std::in_place, std::forward<F>(function)),
+      handler_(std::forward<H>(handler))
+  {
+    // A handler bound elsewhere keeps its executor's work; one run directly
+    // on the loop is covered by the unit the service holds on the loop.
+    handler_executor ex = boost::asio::get_associated_executor(handler_, io_ex);
+    if (!invokes_directly(ex, l))
+      work_.emplace(std::move(ex));
+  }
+
+  template <typename H>
+  static handler_allocator allocator_of(const H& handler) noexcept
+  {
+    return boost::asio::get_associated_allocator(handler,
+        boost::asio::recycling_allocator<void>());
+  }
+
+  static void free(blocking_op* op, const handler_allocator& a) noexcept
+  {
+    op_allocator alloc(a);
+    op->~blocking_op();
+    std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+  }
+
+  result_type call()
+  {
+    if constexpr (takes_stop_token<Function>)
+      return std::invoke(std::move(*function_), stop_.get_token());
+    else
+      return std::invoke(std::move(*function_));
+  }
+
+  static void do_run(blocking_job* base) noexcept
+  {
+    blocking_op* op = static_cast<blocking_op*>(base);
+    try
+    {
+      if constexpr (std::is_void_v<result_type>)
+      {
+        op->call();
+        op->result_.emplace();
+      }
+      else
+        op->result_.emplace(op->call());
+    }
+    catch (...)
+    {
+      op->exception_ = std::current_exception();
+    }
+    // What the function holds is released on the thread that ran it.
+    op->function_.reset();
+  }
+
+  static void do_complete(blocking_job* base)
+  {
+    blocking_op* op = static_cast<blocking_op*>(base);
+    boost::system::error_code ec;
+    if (op->state_ == state::aborted)
+      ec = boost::asio::error::operation_aborted;
+    else if (op->state_ == state::refused)
+      ec = make_error_code(error::resource_limit);
+
+    // Cleared while the handler, which may own the signal, is alive.
+    auto slot = boost::asio::get_associated_cancellation_slot(op->handler_);
+    if (slot.is_connected())
+      slot.clear();
+
+    Handler handler(std::move(op->handler_));
+    std::exception_ptr exception(std::move(op->exception_));
+    stored_result result(op->result_
+        ? std::move(*op->result_) : stored_result());
+    if (op->work_)
+    {
+      work_guard work(std::move(*op->work_));
+      free(op, allocator_of(handler));
+      upcall(handler, &work, ec, std::move(exception), std::move(result));
+    }
+    else
+    {
+      free(op, allocator_of(handler));
+      upcall(handler, nullptr, ec, std::move(exception), std::move(result));
+    }
+  }
+
+  // Invokes the handler in this turn, or dispatches it to its own executor.
+  static void upcall(Handler& handler, work_guard* work,
+      const boost::system::error_code& ec, std::exception_ptr&& exception,
+      stored_result&& result)
+  {
+    if constexpr (std::is_void_v<result_type>)
+    {
+      if (!work)
+        std::move(handler)(ec, std::move(exception));
+      else
+      {
+        boost::asio::dispatch(work->get_executor(), boost::asio::append(
+              std::move(handler), ec, std::move(exception)));
+      }
+    }
+    else
+    {
+      if (!work)
+        std::move(handler)(ec, std::move(exception), std::move(result));
+      else
+      {
+        boost::asio::dispatch(work->get_executor(), boost::asio::append(
+              std::move(handler), ec, std::move(exception), std::move(result)));
+      }
+    }
+  }
+
+  static void do_destroy(blocking_job* base) noexcept
+  {
+    blocking_op* op = static_cast<blocking_op*>(base);
+    free(op, allocator_of(op->handler_));
+  }
+
+  static void do_request_stop(blocking_job* base) noexcept
+  {
+    if constexpr (takes_stop_token<Function>)
+      static_cast<blocking_op*>(base)->stop_.request_stop();
+  }
+
+  static constexpr function_table functions{
+    &blocking_op::do_run, &blocking_op::do_complete, &blocking_op::do_destroy,
+    &blocking_op::do_request_stop};
+
+  std::optional<Function> function_;
+  [[no_unique_address]] stop_type stop_;
+  std::optional<stored_result> result_;
+  std::exception_ptr exception_;
+  Handler handler_;
+  std::optional<work_guard> work_;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_BLOCKING_BLOCKING_OP_HPP

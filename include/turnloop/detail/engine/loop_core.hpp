@@ -1,0 +1,345 @@
+//
+// turnloop/detail/engine/loop_core.hpp
+//
+// The turn engine behind turnloop::loop. doc/design.md explains the shape:
+// the loop derives from io_context and runs *inside* Asio's scheduler. Its
+// own handlers live in two queues (an unsynchronised one for the loop thread,
+// a lock-free one for other threads) and are run in batches by one static
+// scheduler operation, the "turn". The reactor is Asio's epoll reactor with
+// one virtual function overridden (turn_reactor), which is how the loop knows
+// when it is about to block and so whom a cross-thread post must wake.
+//
+
+#ifndef TURNLOOP_DETAIL_ENGINE_LOOP_CORE_HPP
+#define TURNLOOP_DETAIL_ENGINE_LOOP_CORE_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/config.hpp>
+#include <turnloop/detail/ceiling.hpp>
+#include <turnloop/detail/engine/node_cache.hpp>
+#include <turnloop/detail/engine/op_list.hpp>
+#include <turnloop/detail/engine/operation.hpp>
+#include <turnloop/detail/engine/remote_queue.hpp>
+#include <turnloop/detail/engine/turn_source.hpp>
+
+#include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/scheduler.hpp>
+#include <boost/asio/detail/scheduler_operation.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <utility>
+
+namespace turnloop {
+
+struct loop_stats;
+
+namespace detail {
+
+class turn_reactor;
+
+class loop_core
+{
+public:
+  TURNLOOP_DECL loop_core(boost::asio::io_context& owner, const config& cfg);
+  loop_core(const loop_core&) = delete;
+  loop_core& operator=(const loop_core&) = delete;
+
+  /// Installs the reactor and the scheduler's task. Called from the loop's
+  /// constructor body, before any I/O object can exist.
+  TURNLOOP_DECL void start();
+
+  const config& get_config() const noexcept
+  {
+    return config_;
+  }
+
+  /// True on the thread that is running this loop.
+  bool running_in_this_thread() const noexcept
+  {
+    return current_ == this;
+  }
+
+  /// Queues @p f (never runs it inline).
+  template <typename Function, typename Allocator>
+  void post(Function&& f, const Allocator& a);
+
+  /// Queues @p f unless it comes from another thread and post_capacity
+  /// cross-thread posts are already queued; then leaves @p f untouched and
+  /// returns resource_limit.
+  template <typename Function>
+  boost::system::error_code try_post(Function&& f);
+
+  /// Work counting for tracked executors. A unit taken on the loop thread is
+  /// "local": a plain counter, no atomic read-modify-write. Returns whether
+  /// the unit is local; pass that back to release_work.
+  bool acquire_work() noexcept
+  {
+    if (running_in_this_thread())
+    {
+      if (local_work_++ == 0)
+        scheduler_.work_started();
+      return true;
+    }
+    scheduler_.work_started();
+    return false;
+  }
+
+  /// A unit that any thread may release (io_context-style, atomic).
+  void acquire_shared_work() noexcept
+  {
+    scheduler_.work_started();
+  }
+
+  void release_work(bool local) noexcept
+  {
+    if (stage_.load(std::memory_order_acquire) == stage::destroyed)
+      return;
+    if (!local)
+      scheduler_.work_finished();
+    else if (running_in_this_thread())
+    {
+      if (--local_work_ == 0)
+        scheduler_.work_finished();
+    }
+    else
+      release_local_work_from_other_thread();
+  }
+
+  /// Registers @p source; its run_ready() is called in turns after it is
+  /// signalled. Any thread. A source stays registered until remove_source.
+  TURNLOOP_DECL void add_source(turn_source& source) noexcept;
+
+  /// Unregisters @p source. Must not run concurrently with the loop (a
+  /// service calls it from its shutdown(), during ~loop).
+  TURNLOOP_DECL void remove_source(turn_source& source) noexcept;
+
+  /// Marks @p source ready and wakes the loop if it is parked. Any thread.
+  void signal(turn_source& source) noexcept
+  {
+    if (!source.signalled_.load(std::memory_order_acquire)
+        && !source.signalled_.exchange(true, std::memory_order_acq_rel))
+    {
+      sources_signalled_.fetch_add(1, std::memory_order_seq_cst);
+      notify();
+    }
+  }
+
+  /// The loop-wide ceilings of config::max_operations and config::max_handles,
+  /// shared by every service that tracks operations or handles.
+  ceiling& operations() noexcept
+  {
+    return operations_;
+  }
+
+  ceiling& handles() noexcept
+  {
+    return handles_;
+  }
+
+  /// A handler run inline by execute() threw: keep the exception until the
+  /// current handler returns, as io_context does.
+  TURNLOOP_DECL void capture_exception() noexcept;
+
+  // Driving. Each is called by the matching loop member.
+  TURNLOOP_DECL std::size_t run();
+  TURNLOOP_DECL std::size_t run_one();
+  TURNLOOP_DECL std::size_t poll();
+  TURNLOOP_DECL std::size_t poll_one();
+  template <typename Clock, typename Duration>
+  std::size_t run_until(const std::chrono::time_point<Clock, Duration>& t);
+  template <typename Clock, typename Duration>
+  std::size_t run_one_until(const std::chrono::time_point<Clock, Duration>& t);
+  TURNLOOP_DECL void stop();
+  TURNLOOP_DECL void restart();
+
+  TURNLOOP_DECL void fill_stats(loop_stats& s) const noexcept;
+
+  /// Destruction, in the order ~loop needs: begin_shutdown before the
+  /// services shut down, drain after, services_destroyed after destroy().
+  TURNLOOP_DECL void begin_shutdown() noexcept;
+  TURNLOOP_DECL void drain() noexcept;
+  TURNLOOP_DECL void services_destroyed() noexcept;
+
+private:
+  friend class turn_reactor;
+  class turn_operation;
+  class visit_scope;
+
+  // Makes the calling thread the loop's owner for one run()/poll() call, or
+  // throws already_running if another thread owns it. A call from inside one
+  // of the loop's own handlers is a nested run: the visit that called it is
+  // suspended so its remaining handlers can run in the nested call.
+  class run_scope
+  {
+  public:
+    TURNLOOP_DECL explicit run_scope(loop_core& core);
+    TURNLOOP_DECL ~run_scope();
+    run_scope(const run_scope&) = delete;
+    run_scope& operator=(const run_scope&) = delete;
+
+  private:
+    loop_core& core_;
+    loop_core* previous_ = nullptr;
+    bool acquired_ = false;
+    unsigned suspended_visits_ = 0;
+  };
+
+  // Ownership for the length of one scheduler operation, used when the loop
+  // is driven through its io_context base (io_context::run()), where no
+  // run_scope exists. owns() is false if a run() owns the loop, or, unless
+  // @p wait, if another transient owner holds it.
+  class transient_owner
+  {
+  public:
+    TURNLOOP_DECL transient_owner(loop_core& core, bool wait) noexcept;
+    TURNLOOP_DECL ~transient_owner();
+    transient_owner(const transient_owner&) = delete;
+    transient_owner& operator=(const transient_owner&) = delete;
+
+    bool owns() const noexcept
+    {
+      return owns_;
+    }
+
+  private:
+    loop_core& core_;
+    loop_core* previous_ = nullptr;
+    bool owns_ = false;
+    bool acquired_ = false;
+  };
+
+  // Caps the handlers one visit may run (run_one and poll_one need 1).
+  class limit_scope
+  {
+  public:
+    limit_scope(loop_core& core, std::size_t limit) noexcept
+      : core_(core),
+        previous_(core.visit_limit_)
+    {
+      core.visit_limit_ = limit < previous_ ? limit : previous_;
+    }
+
+    ~limit_scope()
+    {
+      core_.visit_limit_ = previous_;
+    }
+
+    limit_scope(const limit_scope&) = delete;
+    limit_scope& operator=(const limit_scope&) = delete;
+
+  private:
+    loop_core& core_;
+    std::size_t previous_;
+  };
+
+  enum class stage : int { running, shutting_down, destroyed };
+  enum park_state : int { awake, parked, notified };
+
+  TURNLOOP_DECL bool acquire_owner(bool transient, bool wait) noexcept;
+  TURNLOOP_DECL void post_local(operation* op) noexcept;
+  TURNLOOP_DECL void post_remote(operation* op, bool reserved) noexcept;
+  TURNLOOP_DECL void release_local_work_from_other_thread() noexcept;
+  TURNLOOP_DECL void reconcile_released_work() noexcept;
+  TURNLOOP_DECL void notify() noexcept;
+  TURNLOOP_DECL void enqueue_turn() noexcept;
+  TURNLOOP_DECL void visit();
+  [[noreturn]] TURNLOOP_DECL void rethrow_pending_exception();
+  TURNLOOP_DECL void retire_remote(std::size_t taken) noexcept;
+  TURNLOOP_DECL bool has_work() const noexcept;
+  TURNLOOP_DECL std::size_t run_sources(std::size_t budget);
+  TURNLOOP_DECL bool cross_thread_pending() const noexcept;
+  TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
+  TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
+  TURNLOOP_DECL bool completes_io_here() const noexcept;
+  TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
+      boost::asio::detail::scheduler_operation>& ready);
+  // Counters from which a run() call works out how many handlers it ran.
+  struct progress
+  {
+    std::uint64_t visits;
+    std::uint64_t handlers;
+    std::uint64_t io;
+  };
+
+  progress progress_now() const noexcept
+  {
+    return {visits_, handlers_run_, io_completions_};
+  }
+
+  TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
+      const progress& before) const noexcept;
+
+  // The thread that runs a loop, and the loop it runs.
+  static inline thread_local loop_core* current_ = nullptr;
+
+  boost::asio::io_context& owner_;
+  boost::asio::detail::scheduler& scheduler_;
+  turn_reactor* reactor_ = nullptr;
+  const config config_;
+
+  // Loop-thread state: touched only by the thread that owns the loop.
+  op_list local_;
+  node_cache node_cache_;
+  long local_work_ = 0;
+  bool in_queue_ = false;          // turn_op_ is in the scheduler's queue
+  unsigned active_visits_ = 0;     // visits on the stack, not suspended
+  std::size_t visit_limit_;
+  std::exception_ptr pending_exception_;
+  std::uint64_t handlers_run_ = 0;
+  std::uint64_t io_completions_ = 0;
+  std::uint64_t turns_ = 0;
+  std::uint64_t visits_ = 0;
+  std::uint64_t reactor_runs_ = 0;
+  std::uint64_t parks_ = 0;
+  std::size_t local_high_water_ = 0;
+  std::size_t remote_high_water_ = 0; // sampled by the loop, see retire_remote
+
+  // Cross-thread state.
+  remote_queue remote_;
+  alignas(64) std::atomic<std::size_t> remote_pending_{0};
+  std::atomic<long> remote_released_work_{0};
+  std::atomic<int> park_state_{awake};
+  std::atomic<const void*> owner_thread_{nullptr};
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<stage> stage_{stage::running};
+  std::atomic<std::uint64_t> wakes_{0};
+  std::atomic<std::uint64_t> refused_posts_{0};
+  std::atomic<turn_source*> sources_{nullptr};
+  std::atomic<unsigned> sources_signalled_{0};
+  ceiling operations_;
+  ceiling handles_;
+
+  class turn_operation final
+    : public boost::asio::detail::scheduler_operation
+  {
+  public:
+    explicit turn_operation(loop_core& core) noexcept
+      : scheduler_operation(&turn_operation::do_complete),
+        core_(core)
+    {
+    }
+
+  private:
+    TURNLOOP_DECL static void do_complete(void* owner,
+        scheduler_operation* base, const boost::system::error_code&,
+        std::size_t);
+
+    loop_core& core_;
+  };
+
+  turn_operation turn_op_{*this};
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#include <turnloop/detail/engine/impl/loop_core.hpp>
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/detail/engine/impl/loop_core.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_DETAIL_ENGINE_LOOP_CORE_HPP

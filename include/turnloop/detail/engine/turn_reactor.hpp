@@ -1,0 +1,46 @@
+//
+// turnloop/detail/engine/turn_reactor.hpp
+//
+// Asio's epoll reactor with run() overridden. The scheduler calls run() with
+// a timeout of zero to poll and a non-zero timeout to block; the override
+// lets the loop mark itself parked before it blocks (so a cross-thread post
+// knows it must wake it) and pick up cross-thread work after any poll. It is
+// installed as the context's reactor service before any I/O object exists, so
+// sockets, timers and signal sets use it without knowing.
+//
+
+#ifndef TURNLOOP_DETAIL_ENGINE_TURN_REACTOR_HPP
+#define TURNLOOP_DETAIL_ENGINE_TURN_REACTOR_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/scheduler_operation.hpp>
+
+namespace turnloop {
+namespace detail {
+
+class loop_core;
+
+class turn_reactor final : public boost::asio::detail::epoll_reactor
+{
+public:
+  turn_reactor(boost::asio::execution_context& ctx, loop_core& core)
+    : epoll_reactor(ctx),
+      core_(core)
+  {
+  }
+
+  TURNLOOP_DECL void run(long usec,
+      boost::asio::detail::op_queue<
+        boost::asio::detail::scheduler_operation>& ops) override;
+
+private:
+  loop_core& core_;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_ENGINE_TURN_REACTOR_HPP

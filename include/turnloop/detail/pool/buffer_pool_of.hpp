@@ -1,0 +1,55 @@
+//
+// turnloop/detail/pool/buffer_pool_of.hpp
+//
+// Finds the buffer pool of the loop behind an execution context, for a
+// pooled read that has only its stream's executor to go by. Recognising a
+// loop (detail::loop_of) and Asio's service registry take locks, so each
+// thread remembers the last pool it found. A remembered pool is used only if no pool anywhere has shut down
+// since, so a new loop that happens to reuse a dead loop's address is never
+// taken for it.
+//
+
+#ifndef TURNLOOP_DETAIL_POOL_BUFFER_POOL_OF_HPP
+#define TURNLOOP_DETAIL_POOL_BUFFER_POOL_OF_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/detail/loop_of.hpp>
+
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+
+#include <atomic>
+#include <cstdint>
+
+namespace turnloop {
+
+class buffer_pool;
+class loop;
+
+namespace detail {
+
+/// The pool of the loop @p ctx is (created on first use), or nullptr if
+/// @p ctx is not a turnloop::loop. Any thread.
+TURNLOOP_DECL buffer_pool* buffer_pool_of(
+    boost::asio::execution_context& ctx);
+
+/// The pool of the loop that runs @p ex, or nullptr.
+template <typename Executor>
+buffer_pool* buffer_pool_of_executor(const Executor& ex)
+{
+  return buffer_pool_of(
+      boost::asio::query(ex, boost::asio::execution::context));
+}
+
+/// Counts the pools that have shut down; each bumps it before it goes.
+TURNLOOP_DECL std::atomic<std::uint64_t>& pools_shut_down() noexcept;
+
+} // namespace detail
+} // namespace turnloop
+
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/detail/pool/impl/buffer_pool_of.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_DETAIL_POOL_BUFFER_POOL_OF_HPP

@@ -1,0 +1,51 @@
+//
+// turnloop/detail/pool/descriptor_read.hpp
+//
+// The system calls of a pooled read: one read that never blocks, and a
+// probe that tells, without a buffer, whether a readable descriptor has
+// data, nothing, or has ended (end of stream or an error).
+//
+// They take the native descriptor and bypass the I/O object's synchronous
+// functions, which would block in poll() on a stream that the user has not
+// put in non-blocking mode.
+//
+
+#ifndef TURNLOOP_DETAIL_POOL_DESCRIPTOR_READ_HPP
+#define TURNLOOP_DETAIL_POOL_DESCRIPTOR_READ_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#include <boost/system/error_code.hpp>
+
+#include <cstddef>
+
+namespace turnloop {
+namespace detail {
+
+/// Reads at most @p size bytes from @p fd, which must be in non-blocking
+/// mode, with recv() if it is a @p socket (cheaper), else with read().
+/// @returns the bytes read; or 0, with @p ec clear if nothing can be read
+/// now, or set to eof at the end of the stream or to the system's error.
+TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
+    std::size_t size, boost::system::error_code& ec) noexcept;
+
+/// What a read from a readable descriptor would find.
+enum class unread
+{
+  data,    // bytes are waiting (or it cannot be told: not a socket)
+  nothing, // nothing: the readiness was spurious, or urgent data only
+  end      // end of stream or an error, in ec: a read needs no buffer
+};
+
+/// Peeks at socket @p fd without consuming anything.
+TURNLOOP_DECL unread probe_unread(int fd,
+    boost::system::error_code& ec) noexcept;
+
+} // namespace detail
+} // namespace turnloop
+
+#if defined(TURNLOOP_HEADER_ONLY)
+# include <turnloop/detail/pool/impl/descriptor_read.ipp>
+#endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // TURNLOOP_DETAIL_POOL_DESCRIPTOR_READ_HPP

@@ -1,0 +1,260 @@
+//
+// turnloop/detail/pool/read_pooled_op.hpp
+//
+// The operation behind async_read_pooled. It is a handler in its own right:
+// it is moved into the stream's async_wait while it waits for data, and
+// into the pool's waiting list while it waits for a buffer, so a pending
+// pooled read is one Asio operation and no buffer.
+//
+// It exposes the user's handler's allocator (its memory comes from where
+// the handler's would) and cancellation slot (the stream's own wait honours
+// per-operation cancellation). Its executor is the loop's own, not the
+// handler's: its steps need the loop's thread, where the pool lives, and
+// the loop's executor runs them there without type erasure. The user's
+// handler gets the result through its own executor, or is called directly
+// when that executor is the loop's, which is what a dispatch to it would do
+// on the loop's thread.
+//
+
+#ifndef TURNLOOP_DETAIL_POOL_READ_POOLED_OP_HPP
+#define TURNLOOP_DETAIL_POOL_READ_POOLED_OP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/buffer_lease.hpp>
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/loop.hpp>
+#include <turnloop/detail/pool/buffer_pool_of.hpp>
+#include <turnloop/detail/pool/descriptor_read.hpp>
+#include <turnloop/detail/operation_unit.hpp>
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
+
+#include <concepts>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+/// A stream a pooled read can wait on and read from without blocking:
+/// Asio's stream sockets and POSIX stream descriptors.
+template <typename Stream>
+concept pollable_stream = requires(Stream& s, boost::system::error_code& ec)
+{
+  typename Stream::executor_type;
+  { s.native_handle() } -> std::convertible_to<int>;
+  { s.native_non_blocking() } -> std::convertible_to<bool>;
+  s.native_non_blocking(true, ec);
+  s.read_some(boost::asio::mutable_buffer(), ec);
+  s.async_wait(Stream::wait_read,
+      [](const boost::system::error_code&) {});
+};
+
+template <typename Stream, typename Handler>
+class read_pooled_op
+{
+public:
+  using io_executor_type = typename Stream::executor_type;
+
+  using handler_executor_type =
+    boost::asio::associated_executor_t<Handler, io_executor_type>;
+
+  using executor_type = loop::executor_type;
+
+  using allocator_type =
+    boost::asio::associated_allocator_t<Handler, std::allocator<void>>;
+
+  using cancellation_slot_type =
+    boost::asio::associated_cancellation_slot_t<Handler>;
+
+  /// Starts a pooled read of @p stream for @p handler.
+  static void start(Stream& stream, Handler&& handler)
+  {
+    const io_executor_type io_ex = stream.get_executor();
+    buffer_pool* pool = buffer_pool_of_executor(io_ex);
+    operation_unit unit;
+    boost::system::error_code ec = boost::asio::error::operation_not_supported;
+    if (!pool || !pool->admit(unit, ec))
+    {
+      // Refused: delivered like any completion, never inside this call.
+      boost::asio::post(io_ex, boost::asio::detail::move_binder2<Handler,
+            boost::system::error_code, buffer_lease>(
+              0, std::move(handler), ec, buffer_lease()));
+      return;
+    }
+    read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(handler))
+      .wait_readable();
+  }
+
+  read_pooled_op(read_pooled_op&&) = default;
+
+  executor_type get_executor() const noexcept
+  {
+    return pool_->get_executor();
+  }
+
+  allocator_type get_allocator() const noexcept
+  {
+    return boost::asio::get_associated_allocator(handler_,
+        std::allocator<void>());
+  }
+
+  cancellation_slot_type get_cancellation_slot() const noexcept
+  {
+    return boost::asio::get_associated_cancellation_slot(handler_);
+  }
+
+  /// The stream is readable, or the wait for it ended with @p ec.
+  void operator()(const boost::system::error_code& ec)
+  {
+    if (ec)
+      return complete(ec, buffer_lease());
+    if (pooled_buffer* b = pool_->take())
+      return read(b);
+
+    // Every buffer is leased. A socket can tell its end of stream or error
+    // without one; otherwise wait for a buffer, first come first served.
+    boost::system::error_code end;
+    switch (probe_unread(stream_->native_handle(), end))
+    {
+    case unread::data:
+      break;
+    case unread::nothing:
+      return wait_readable();
+    case unread::end:
+      return complete(end, buffer_lease());
+    }
+    buffer_pool& pool = *pool_;
+    Stream& stream = *stream_;
+    pool.wait_for_read(std::move(*this), stream);
+  }
+
+  /// The wait for a buffer ended: @p lease, or an error (would_block: the
+  /// data went away while it waited).
+  void operator()(const boost::system::error_code& ec, buffer_lease lease)
+  {
+    if (ec == boost::asio::error::would_block)
+      return wait_readable();
+    if (ec)
+      return complete(ec, buffer_lease());
+    read(buffer_pool::buffer_of(lease));
+  }
+
+private:
+  // Asio marks the associator of a handler that names no executor.
+  static constexpr bool has_own_executor = !requires {
+    typename boost::asio::associated_executor<Handler,
+      io_executor_type>::asio_associated_executor_is_unspecialised;
+  };
+
+  struct no_work
+  {
+    explicit operator bool() const noexcept
+    {
+      return false;
+    }
+  };
+
+  read_pooled_op(Stream& stream, const io_executor_type& io_ex,
+      buffer_pool& pool, operation_unit&& unit, Handler&& handler)
+    : stream_(&stream),
+      pool_(&pool),
+      unit_(std::move(unit)),
+      handler_(std::move(handler))
+  {
+    if constexpr (has_own_executor)
+    {
+      const handler_executor_type ex =
+        boost::asio::get_associated_executor(handler_, io_ex);
+      call_directly_ = runs_on(ex, pool.loop_);
+      // Work on the handler's executor is needed only if it is not the
+      // stream's, whose work the pending wait already holds.
+      if (!(ex == io_ex))
+        work_.emplace(ex);
+    }
+    else
+      call_directly_ = runs_on(io_ex, pool.loop_);
+  }
+
+  // True if @p ex is @p l's own executor: dispatching to it from the loop's
+  // thread, where every completion of this operation is delivered, calls
+  // the function then and there.
+  static bool runs_on(const handler_executor_type& ex, const loop& l) noexcept
+  {
+    if constexpr (std::is_same_v<handler_executor_type, executor_type>)
+      return &ex.context() == &l;
+    else if constexpr (requires { ex.template target<executor_type>(); })
+    {
+      const executor_type* target = ex.template target<executor_type>();
+      return target && &target->context() == &l;
+    }
+    else
+      return false;
+  }
+
+  void wait_readable()
+  {
+    Stream& stream = *stream_;
+    stream.async_wait(Stream::wait_read, std::move(*this));
+  }
+
+  // Reads into @p b, leased for this read; the lease is made only for a
+  // read that delivers bytes.
+  void read(pooled_buffer* b)
+  {
+    boost::system::error_code ec;
+    std::size_t n = 0;
+    if (!stream_->native_non_blocking())
+      stream_->native_non_blocking(true, ec);
+    if (!ec)
+      n = read_nonblocking(stream_->native_handle(), is_socket, b->bytes(),
+          pool_->buffer_size(), ec);
+    if (n != 0)
+      return complete(ec, buffer_pool::lease_of(b, n));
+    pool_->give_back(b);
+    if (!ec)
+      return wait_readable(); // readiness was spurious: wait, holding none
+    complete(ec, buffer_lease());
+  }
+
+  void complete(const boost::system::error_code& ec, buffer_lease&& lease)
+  {
+    unit_.reset();
+    if (call_directly_)
+      return std::move(handler_)(ec, std::move(lease));
+    // work_, if any, is released with this operation, after the dispatch.
+    const handler_executor_type ex = boost::asio::get_associated_executor(
+        handler_, stream_->get_executor());
+    boost::asio::dispatch(ex, boost::asio::detail::move_binder2<Handler,
+        boost::system::error_code, buffer_lease>(
+          0, std::move(handler_), ec, std::move(lease)));
+  }
+
+  // A socket is read with recv(), which costs less than read().
+  static constexpr bool is_socket = requires {
+    typename Stream::protocol_type;
+  };
+
+  Stream* stream_;
+  buffer_pool* pool_;
+  operation_unit unit_;
+  Handler handler_;
+  bool call_directly_;
+  // Only a handler that names an executor may need work on it.
+  [[no_unique_address]] std::conditional_t<has_own_executor,
+    std::optional<boost::asio::executor_work_guard<handler_executor_type>>,
+    no_work> work_;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_POOL_READ_POOLED_OP_HPP
