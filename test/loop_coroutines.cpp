@@ -346,11 +346,27 @@ BOOST_AUTO_TEST_CASE(io_context_strand_works_on_a_loop)
   turnloop::loop l;
   asio::io_context::strand strand(l);
   std::vector<int> order;
-  strand.post([&] {
-    strand.dispatch([&] { order.push_back(1); });
+  asio::post(strand, [&] {
+    asio::dispatch(strand, [&] { order.push_back(1); });
     order.push_back(2);
   });
   asio::post(l, strand.wrap([&] { order.push_back(3); }));
   l.run();
   BOOST_TEST(order == (std::vector<int>{1, 2, 3}));
 }
+
+#if BOOST_ASIO_VERSION < 103400
+// Asio 1.34 (Boost 1.87) removed the one-argument strand::post and dispatch.
+BOOST_AUTO_TEST_CASE(io_context_strand_members_work_on_a_loop)
+{
+  turnloop::loop l;
+  asio::io_context::strand strand(l);
+  std::vector<int> order;
+  strand.post([&] {
+    strand.dispatch([&] { order.push_back(1); });
+    order.push_back(2);
+  });
+  l.run();
+  BOOST_TEST(order == (std::vector<int>{1, 2}));
+}
+#endif // BOOST_ASIO_VERSION < 103400

@@ -61,10 +61,10 @@ TURNLOOP_DECL void loop_core::start()
   // scheduler must have it as its task from the start, so that an idle loop
   // always blocks in epoll_wait (where a post can wake it) and never on the
   // scheduler's condition variable.
-  std::unique_ptr<turn_reactor> reactor(new turn_reactor(owner_, *this));
-  boost::asio::add_service<boost::asio::detail::epoll_reactor>(
-      owner_, reactor.get());
-  reactor_ = reactor.release();
+  // make_service registers it under epoll_reactor's key (turn_reactor
+  // inherits epoll_reactor::id) and, from Asio 1.36, allocates it through the
+  // context's allocator.
+  reactor_ = &boost::asio::make_service<turn_reactor>(owner_, *this);
   reactor_->init_task();
 }
 
