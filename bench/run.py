@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRAMS = os.path.join(ROOT, "stage", "bench")
+PROGRAMS = os.path.join(ROOT, "stage", "bench")  # --asio V: stage/bench-asio-V
+ASIO = None  # --asio: the newer Boost.Asio the programs were built against
 RESULTS = os.path.join(ROOT, "bench", "results")
 CHILD_TIMEOUT_S = 600
 
@@ -394,10 +395,23 @@ def machine_header(mode_text):
         found = re.search(r'#define BOOST_LIB_VERSION "(\d+)_(\d+)', f.read())
         if found:
             boost = f"{found.group(1)}.{found.group(2)}"
+    asio_include = (os.path.join(ROOT, "bin", f"asio-{ASIO}", "include")
+                    if ASIO else "/usr/include")
+    with open(os.path.join(asio_include, "boost", "asio", "version.hpp")) as f:
+        found = re.search(r"#define BOOST_ASIO_VERSION (\d+)", f.read())
+    asio = "unknown"
+    if found:
+        v = int(found.group(1))
+        asio = f"{v // 100000}.{v // 100 % 1000}.{v % 100}"
+    if ASIO:
+        boost += f", with Boost {ASIO}'s Asio {asio} in front (bin/asio-{ASIO})"
+    else:
+        boost += f" (Asio {asio})"
     compiler = command_output(["g++", "--version"]).splitlines()[:1]
     # The exact compile line b2 uses for the benchmarks (a dry run).
     flags = "unknown"
-    for line in command_output(["b2", "-n", "-a", "bench//post"]).splitlines():
+    b2 = ["b2", "-n", "-a", "bench//post"] + ([f"asio={ASIO}"] if ASIO else [])
+    for line in command_output(b2).splitlines():
         if '"g++"' in line and "bench/post.cpp" in line:
             flags = re.sub(r'\s-o\s+"[^"]*"|\s-c(?=\s)|\s"bench/post.cpp"', "",
                            line.replace('"g++"', "g++")).strip()
@@ -465,7 +479,7 @@ def main_timed(args):
 
     os.makedirs(RESULTS, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = os.path.join(RESULTS, f"{stamp}-{mode}")
+    base = os.path.join(RESULTS, f"{stamp}-{mode}" + (f"-asio-{ASIO}" if ASIO else ""))
     timing_rows = [r for r in rows if not r["workload"].startswith("memory")]
     memory_rows = [r for r in rows if r["workload"].startswith("memory")]
     instr = instructions_line(raw)
@@ -563,7 +577,8 @@ def main_callgrind(args):
         row["ratio_io_context_1"] = report.ratio(row, "io_context_1")
         rows.append(row)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = os.path.join(RESULTS, f"{stamp}-callgrind.json")
+    path = os.path.join(RESULTS, f"{stamp}-callgrind"
+                        + (f"-asio-{ASIO}" if ASIO else "") + ".json")
     report.write_json(path, {"header": header, "rows": rows, "raw": raw})
     print_header(header)
     print()
@@ -585,7 +600,14 @@ def main():
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
+    parser.add_argument("--asio", metavar="VERSION",
+                        help="programs built against a newer Boost.Asio "
+                             "(1.83, 1.87, 1.89, 1.90; bench/run.sh builds them)")
     args = parser.parse_args()
+    if args.asio:
+        global PROGRAMS, ASIO
+        ASIO = args.asio
+        PROGRAMS = os.path.join(ROOT, "stage", f"bench-asio-{ASIO}")
     if args.callgrind:
         return main_callgrind(args)
     return main_timed(args)

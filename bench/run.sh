@@ -2,8 +2,12 @@
 # turnloop's side-by-side benchmarks: installs what is missing, builds the
 # benchmark programs (release, b2), runs them and prints the report.
 #
-#   bench/run.sh [--quick|--full] [--only <workloads>]
-#   bench/run.sh --callgrind <workloads>
+#   bench/run.sh [--quick|--full] [--only <workloads>] [--asio <version>]
+#   bench/run.sh --callgrind <workloads> [--asio <version>]
+#
+# --asio 1.83|1.87|1.89|1.90 builds and runs every side against that Boost's
+# Asio (from ../shared/asio, unpacked by .ci/asio-headers) in front of
+# Debian's Boost 1.81, so the ratios can be seen on the Asio a user has.
 #
 # Results (JSON with every run, an SVG chart) go to bench/results/.
 # doc/benchmarks.md describes the method and every workload.
@@ -14,9 +18,21 @@ cd "$root"
 
 .ci/install-deps
 
+asio=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --asio) asio=("asio=${args[i + 1]:-}") ;;
+    --asio=*) asio=("asio=${args[i]#--asio=}") ;;
+  esac
+done
+if [ ${#asio[@]} -ne 0 ]; then
+  .ci/asio-headers "${asio[0]#asio=}" >/dev/null
+fi
+
 mkdir -p bench/results
-echo "building the benchmarks (b2 -j2 bench, release)..." >&2
-if ! b2 -j2 bench > bench/results/build.log 2>&1; then
+echo "building the benchmarks (b2 -j2 bench ${asio[*]}, release)..." >&2
+if ! b2 -j2 bench "${asio[@]}" > bench/results/build.log 2>&1; then
   tail -n 40 bench/results/build.log >&2
   echo "build failed; full log: bench/results/build.log" >&2
   exit 1

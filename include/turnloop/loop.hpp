@@ -12,6 +12,7 @@
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
 #include <turnloop/loop_stats.hpp>
+#include <turnloop/detail/engine/asio_config.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 
 #include <boost/asio/execution.hpp>
@@ -77,6 +78,40 @@ public:
   /// @throws boost::system::system_error with turnloop::error::invalid_config
   /// (its what() names the field) if a field is out of range.
   TURNLOOP_DECL explicit loop(const config& cfg);
+
+#if BOOST_ASIO_VERSION >= 103400
+  /// Constructs a loop whose Asio settings come from @p initial_services,
+  /// as io_context's constructor of the same form (Asio 1.34 and later), for
+  /// example `boost::asio::config_from_string("reactor.preallocated_io_objects=64")`.
+  ///
+  /// The settings the loop depends on are pinned: scheduler.concurrency_hint
+  /// is 1 whatever is given (a loop is run by one thread); scheduler.locking,
+  /// reactor.registration_locking and reactor.io_locking are 1, every
+  /// *_spin_count is 0, scheduler.task_usec and scheduler.wait_usec are -1.
+  /// @p initial_services is run against a private context from which the
+  /// loop reads its configuration: use it for configuration, and make other
+  /// services on the loop once it is built.
+  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// naming the Asio setting, if @p initial_services gives a pinned setting
+  /// another value (or naming the field, if @p cfg is out of range).
+  TURNLOOP_DECL explicit loop(
+      const boost::asio::execution_context::service_maker& initial_services,
+      const config& cfg = config());
+#endif // BOOST_ASIO_VERSION >= 103400
+
+#if BOOST_ASIO_VERSION >= 103600
+  /// Constructs a loop whose services Asio allocates with @p a, as
+  /// io_context's constructor of the same form (Asio 1.36 and later).
+  template <typename Allocator>
+  loop(std::allocator_arg_t, const Allocator& a, const config& cfg = config());
+
+  /// Constructs a loop from @p initial_services (see the constructor above)
+  /// whose services Asio allocates with @p a.
+  template <typename Allocator>
+  loop(std::allocator_arg_t, const Allocator& a,
+      const boost::asio::execution_context::service_maker& initial_services,
+      const config& cfg = config());
+#endif // BOOST_ASIO_VERSION >= 103600
 
   /// Destroys every queued handler, pending operation and suspended
   /// coroutine without running it, then the services. Must not run
@@ -151,6 +186,23 @@ public:
 
 private:
   friend detail::loop_core& detail::core_of(loop& l) noexcept;
+
+#if BOOST_ASIO_VERSION >= 103400
+  using user_asio_config_ptr = std::unique_ptr<detail::user_asio_config>;
+
+  TURNLOOP_DECL loop(user_asio_config_ptr user, const config& cfg);
+
+# if BOOST_ASIO_VERSION >= 103600
+  template <typename Allocator>
+  loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
+      const config& cfg);
+# endif // BOOST_ASIO_VERSION >= 103600
+
+  // The program's Asio configuration, which the loop's config_service reads
+  // while services are made; null for a loop built without a service_maker
+  // (its config_service then answers for the pinned settings alone).
+  user_asio_config_ptr user_asio_config_;
+#endif // BOOST_ASIO_VERSION >= 103400
 
   detail::loop_core core_;
 };

@@ -14,6 +14,7 @@
 
 #include <turnloop/impl/error.ipp>
 #include <turnloop/impl/config.ipp>
+#include <turnloop/detail/engine/impl/asio_config.ipp>
 #include <turnloop/detail/engine/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
 #include <turnloop/detail/impl/loop_of.ipp>

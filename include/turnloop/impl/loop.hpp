@@ -12,6 +12,36 @@
 
 namespace turnloop {
 
+#if BOOST_ASIO_VERSION >= 103600
+
+template <typename Allocator>
+loop::loop(std::allocator_arg_t, const Allocator& a, const config& cfg)
+  : loop(std::allocator_arg, a, user_asio_config_ptr(), cfg)
+{
+}
+
+template <typename Allocator>
+loop::loop(std::allocator_arg_t, const Allocator& a,
+    const boost::asio::execution_context::service_maker& initial_services,
+    const config& cfg)
+  : loop(std::allocator_arg, a,
+      std::make_unique<detail::user_asio_config>(initial_services), cfg)
+{
+}
+
+template <typename Allocator>
+loop::loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
+    const config& cfg)
+  : boost::asio::io_context(std::allocator_arg, a,
+      detail::pinned_asio_config_maker(user.get())),
+    user_asio_config_(std::move(user)),
+    core_(*this, cfg)
+{
+  core_.start();
+}
+
+#endif // BOOST_ASIO_VERSION >= 103600
+
 inline loop::executor_type loop::get_executor() noexcept
 {
   return executor_type(this, std::allocator<void>(), 0);

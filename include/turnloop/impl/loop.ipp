@@ -22,15 +22,44 @@ TURNLOOP_DECL loop::loop(int)
 {
 }
 
-// io_context(1): Asio's scheduler without its own thread and in one-thread
-// mode, so posts made while it runs go to a thread-private queue. Locking
-// stays on: other threads still post through it (doc/design.md).
+// Asio's scheduler without its own thread and in one-thread mode, so posts
+// made while it runs go to a thread-private queue. Locking stays on: other
+// threads still post through it (doc/design.md). Up to Asio 1.32 that is
+// io_context(1). From 1.34 it is the loop's own configuration, with nothing
+// of the program's: io_context(1) is not enough on 1.34.0, whose config
+// reader turns the hint "1" into 0 (doc/design.md, "Asio versions").
+#if BOOST_ASIO_VERSION >= 103400
+TURNLOOP_DECL loop::loop(const config& cfg)
+  : loop(user_asio_config_ptr(), cfg)
+{
+}
+#else // BOOST_ASIO_VERSION >= 103400
 TURNLOOP_DECL loop::loop(const config& cfg)
   : boost::asio::io_context(1),
     core_(*this, cfg)
 {
   core_.start();
 }
+#endif // BOOST_ASIO_VERSION >= 103400
+
+#if BOOST_ASIO_VERSION >= 103400
+
+TURNLOOP_DECL loop::loop(
+    const boost::asio::execution_context::service_maker& initial_services,
+    const config& cfg)
+  : loop(std::make_unique<detail::user_asio_config>(initial_services), cfg)
+{
+}
+
+TURNLOOP_DECL loop::loop(user_asio_config_ptr user, const config& cfg)
+  : boost::asio::io_context(detail::pinned_asio_config_maker(user.get())),
+    user_asio_config_(std::move(user)),
+    core_(*this, cfg)
+{
+  core_.start();
+}
+
+#endif // BOOST_ASIO_VERSION >= 103400
 
 TURNLOOP_DECL loop::~loop()
 {
