@@ -28,13 +28,18 @@ if [ -n "$asio_dir" ]; then
     echo "0 passed, 1 failed"
     exit 1
   fi
-  cmake_asio=(-DTURNLOOP_ASIO_INCLUDE_DIR="$asio_dir")
 fi
 
 jobs=$(nproc)
 work=$(mktemp -d "${TMPDIR:-/tmp}/turnloop-consumers.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
+if [ -n "$asio_dir" ]; then
+  # An installed turnloop refers to its Asio by path, so the headers must
+  # live outside the checkout (CMakeLists.txt refuses otherwise).
+  cp -r "$asio_dir" "$work/asio"
+  cmake_asio=(-DTURNLOOP_ASIO_INCLUDE_DIR="$work/asio")
+fi
 logs=$root/bin/consumers
 mkdir -p "$logs"
 rm -f "$logs"/*.log
