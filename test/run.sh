@@ -12,15 +12,24 @@
 #
 #   test/run.sh                 everything
 #   test/run.sh loop loop_io    only these modules
+#   test/run.sh headers consumers   only the header builds (b2 headers) and
+#                               the consumer builds (test/consumers.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 .ci/install-deps || { echo "0 passed, 1 failed"; exit 1; }
 
 jobs=$(nproc)
-modules=("$@")
+modules=()
 modules_given=("$@")
-if [ ${#modules[@]} -eq 0 ]; then
+extras=()
+for name in "$@"; do
+  case $name in
+    headers|consumers) extras+=("$name") ;;
+    *) modules+=("$name") ;;
+  esac
+done
+if [ ${#modules_given[@]} -eq 0 ]; then
   for source in test/*.cpp; do
     name=$(basename "$source" .cpp)
     [ "$name" = asio ] || modules+=("$name")
@@ -80,6 +89,7 @@ build() {
 
 mkdir -p bin
 for variant in release asan tsan; do
+  [ ${#modules[@]} -ne 0 ] || break # only headers or consumers named
   if ! build "$variant"; then
     failed=$((failed + 1)); failures+=("build $variant")
     continue
@@ -103,7 +113,9 @@ done
 
 # Examples: each is a self-checking program; one case each.
 echo "building examples..."
-if b2 -j"$jobs" -q example >bin/build-examples.log 2>&1; then
+if [ ${#modules[@]} -eq 0 ]; then
+  echo "  skipped: only headers or consumers named"
+elif b2 -j"$jobs" -q example >bin/build-examples.log 2>&1; then
   for source in example/*.cpp; do
     name=$(basename "$source" .cpp)
     start=$SECONDS
@@ -130,6 +142,47 @@ if [ ${#modules_given[@]} -eq 0 ]; then
     tail -30 bin/bench-quick.log | sed 's/^/    /'
   fi
   printf '%-6s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
+fi
+
+# Header builds and consumer builds (issue 11): a full run, or named.
+wants() {
+  [ ${#modules_given[@]} -eq 0 ] || [[ " ${extras[*]} " =~ " $1 " ]]
+}
+
+# Header builds: every public header alone, in both modes (b2 headers); the
+# build is one case, and each of its self-checking programs one more.
+if wants headers; then
+  start=$SECONDS
+  if b2 -j"$jobs" -q headers >bin/build-headers.log 2>&1; then
+    passed=$((passed + 1)); status="1 passed   0 failed"
+  else
+    grep -E "error|failed" bin/build-headers.log | head -40
+    failed=$((failed + 1)); failures+=("build headers"); status="0 passed   1 failed"
+  fi
+  printf '%-6s %-28s    %s  (%ds)\n' headers "b2 headers" "$status" $((SECONDS - start))
+  for name in headers_compiled headers_header_only two_units; do
+    start=$SECONDS
+    if timeout 120 "stage/headers/$name" >"bin/headers-$name.log" 2>&1; then
+      passed=$((passed + 1)); status="1 passed   0 failed"
+    else
+      failed=$((failed + 1)); failures+=("headers/$name"); status="0 passed   1 failed"
+      sed 's/^/    /' "bin/headers-$name.log" | tail -20
+    fi
+    printf '%-6s %-28s    %s  (%ds)\n' headers "$name" "$status" $((SECONDS - start))
+  done
+fi
+
+# Consumer builds: find_package, add_subdirectory, pkg-config; one case each.
+if wants consumers; then
+  test/consumers.sh | tee bin/consumers.log | grep -v ' passed, .* failed$'
+  counts=$(tail -1 bin/consumers.log)
+  ok=$(grep -o '^[0-9]*' <<<"$counts")
+  bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
+  if [ -z "$ok" ] || [ -z "$bad" ]; then
+    ok=0; bad=1
+  fi
+  passed=$((passed + ok)); failed=$((failed + bad))
+  [ "$bad" -eq 0 ] || failures+=("consumers")
 fi
 
 if [ ${#failures[@]} -ne 0 ]; then
