@@ -5,6 +5,9 @@
 #                     into a temporary prefix; the consumer finds it there
 #                     with find_package(turnloop CONFIG REQUIRED);
 #   add_subdirectory  the consumer adds this checkout with add_subdirectory;
+#   FetchContent      the consumer fetches this repository's HEAD commit
+#                     with FetchContent (so uncommitted changes are not in
+#                     it);
 #   pkg-config        a plain g++ line with the installed turnloop.pc.
 # Each way builds the consumer twice, linking the compiled library and
 # header-only, and runs both. Prints one line per way, then
@@ -103,6 +106,19 @@ way_add_subdirectory() {
     && run_programs "$work/add_subdirectory" "$1"
 }
 
+way_FetchContent() {
+  local head
+  head=$(git rev-parse HEAD) || return 1
+  if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    echo "note: uncommitted changes are not in the fetched commit $head"
+  fi
+  cmake -S test/consumer -B "$work/FetchContent" -DCMAKE_BUILD_TYPE=Release \
+      -DTURNLOOP_GIT_REPOSITORY="$root" -DTURNLOOP_GIT_TAG="$head" \
+      "${cmake_asio[@]}" \
+    && cmake --build "$work/FetchContent" -j"$jobs" \
+    && run_programs "$work/FetchContent" "$1"
+}
+
 way_pkg_config() {
   [ "$install_ok" = 1 ] || { echo "install failed, see install.log"; return 1; }
   local pc out=$work/pkg_config
@@ -122,6 +138,7 @@ way_pkg_config() {
 
 way find_package
 way add_subdirectory
+way FetchContent
 way pkg_config
 
 if [ ${#failures[@]} -ne 0 ]; then
