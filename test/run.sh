@@ -172,7 +172,8 @@ if wants headers; then
   done
 fi
 
-# Consumer builds: find_package, add_subdirectory, pkg-config; one case each.
+# Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
+# one case each.
 if wants consumers; then
   test/consumers.sh | tee bin/consumers.log | grep -v ' passed, .* failed$'
   counts=$(tail -1 bin/consumers.log)
