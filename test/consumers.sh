@@ -86,9 +86,16 @@ install_turnloop() {
     && cmake --build "$work/build" -j"$jobs" \
     && cmake --install "$work/build"
 }
+# Not a case of its own: find_package and pkg-config fail without it.
+start=$SECONDS
 if install_turnloop >"$logs/install.log" 2>&1; then
   install_ok=1
+  status="done"
+else
+  status="FAILED, see bin/consumers/install.log"
 fi
+printf '%-8s %-28s    %s  (%ds)\n' consumer "cmake install (prefix)" "$status" \
+  $((SECONDS - start))
 
 way_find_package() {
   [ "$install_ok" = 1 ] || { echo "install failed, see install.log"; return 1; }
