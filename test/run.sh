@@ -4,18 +4,22 @@
 #   2. every module under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the cases labelled "threads" under ThreadSanitizer;
 #   4. every program in example/ (each runs to completion and exits 0);
-#   5. every module and every example again, release, against each newer
-#      Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks them; b2
-#      asio=<version> puts them in front of Debian's Boost), with a line per
-#      version saying how many passed;
-#   6. the benchmark suite's quick mode once, to prove it still works (a
-#      benchmark is not a test: only its own checks of the work done count).
-# Installs what is missing first (.ci/install-deps). Ends with one line,
-# "N passed, N failed", counting test cases over every run; exits non-zero
-# if anything failed.
+#   5. every public header alone, compiled and header-only (b2 headers), and
+#      the programs built from them;
+#   6. the consumer builds: CMake find_package, add_subdirectory,
+#      FetchContent, and pkg-config (test/consumers.sh);
+#   7. the benchmark suite's quick mode once, to prove it still works (a
+#      benchmark is not a test: only its own checks of the work done count);
+#   8. every module, example and header build again, release, against each
+#      newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks them; b2
+#      asio=<version> puts them in front of Debian's Boost).
+# Installs what is missing first (.ci/install-deps). Ends with a line per
+# Asio version and one line, "N passed, N failed", counting test cases over
+# every run; exits non-zero if anything failed.
 #
-#   test/run.sh                 everything
-#   test/run.sh loop loop_io    only these modules (and no benchmark)
+#   test/run.sh                     everything
+#   test/run.sh loop loop_io        only these modules (no benchmark)
+#   test/run.sh headers consumers   only the header and consumer builds
 #   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer Asios
 #   TURNLOOP_ASIO_VERSIONS=none test/run.sh          Debian's Asio only
 set -uo pipefail
@@ -24,13 +28,21 @@ cd "$(dirname "$0")/.."
 .ci/install-deps || { echo "0 passed, 1 failed"; exit 1; }
 
 jobs=$(nproc)
-modules=("$@")
-modules_given=("$@")
-if [ ${#modules[@]} -eq 0 ]; then
+modules=()
+extras=()
+for name in "$@"; do
+  case $name in
+    headers|consumers) extras+=("$name") ;;
+    *) modules+=("$name") ;;
+  esac
+done
+everything=$([ $# -eq 0 ] && echo yes || echo no)
+if [ "$everything" = yes ]; then
   for source in test/*.cpp; do
     name=$(basename "$source" .cpp)
     [ "$name" = asio ] || modules+=("$name")
   done
+  extras=(headers consumers)
 fi
 
 passed=0
@@ -38,7 +50,7 @@ failed=0
 failures=()
 
 # One module run: parses Boost.Test's XML report; a crash or a missing report
-# counts as one failed case.
+# counts as one failed case. $1 is the directory under stage/test.
 run_module() {
   local variant=$1 module=$2; shift 2
   local binary="stage/test/$variant/$module"
@@ -65,7 +77,7 @@ run_module() {
   fi
   passed=$((passed + ok))
   failed=$((failed + bad))
-  printf '%-16s %-28s %4d passed %3d failed  (%ds)\n' \
+  printf '%-18s %-28s %4d passed %3d failed  (%ds)\n' \
     "$variant" "$module" "$ok" "$bad" $((SECONDS - start))
   if [ "$bad" -ne 0 ]; then
     failures+=("$variant/$module")
@@ -74,62 +86,107 @@ run_module() {
   rm -f "$report" "$report.log"
 }
 
+# One self-checking program (an example, a header build's program): one
+# case, passed if it exits 0 within two minutes.
+run_program() {
+  local label=$1 binary=$2; shift 2
+  local name start status
+  name=$(basename "$binary")
+  start=$SECONDS
+  if timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
+    passed=$((passed + 1)); status="1 passed   0 failed"
+  else
+    failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
+    sed 's/^/    /' "bin/$label-$name.log" | tail -20
+  fi
+  printf '%-18s %-28s    %s  (%ds)\n' "$label" "$name" "$status" $((SECONDS - start))
+}
+
+# A b2 build, one failed case if it fails. $1 names it, $2 is its log.
 build() {
-  local variant=$1
-  echo "building tests ($variant)..."
-  if ! b2 -j"$jobs" -q test variant="$variant" >"bin/build-$variant.log" 2>&1; then
-    grep -E "error|failed" "bin/build-$variant.log" | head -40
-    echo "build failed (variant=$variant), see bin/build-$variant.log"
+  local what=$1 log=$2; shift 2
+  echo "building $what..."
+  if ! b2 -j"$jobs" -q "$@" >"$log" 2>&1; then
+    grep -E "error|failed" "$log" | head -40
+    echo "build failed ($what), see $log"
+    failed=$((failed + 1)); failures+=("build $what")
     return 1
   fi
 }
 
-mkdir -p bin
-for variant in release asan tsan; do
-  if ! build "$variant"; then
-    failed=$((failed + 1)); failures+=("build $variant")
-    continue
-  fi
-  for module in "${modules[@]}"; do
-    if [ "$variant" = tsan ]; then
-      # Only modules with cases labelled "threads" run under TSan.
-      labels=$("stage/test/tsan/$module" --list_labels 2>&1)
-      grep -qw threads <<<"$labels" || continue
-      TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-        run_module tsan "$module" --run_test=@threads
-    elif [ "$variant" = asan ]; then
-      ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
-      UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-        run_module asan "$module"
-    else
-      run_module release "$module"
-    fi
-  done
-done
-
-# Examples: each is a self-checking program; one case each. $1 is the
-# directory they are staged in, $2 the label of their lines.
 run_examples() {
   local dir=$1 label=$2
   for source in example/*.cpp; do
-    name=$(basename "$source" .cpp)
-    start=$SECONDS
-    if timeout 120 "$dir/$name" --once >"bin/example-$name.log" 2>&1; then
-      passed=$((passed + 1)); status="1 passed   0 failed"
-    else
-      failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
-      sed 's/^/    /' "bin/example-$name.log" | tail -20
-    fi
-    printf '%-16s %-28s    %s  (%ds)\n' "$label" "$name" "$status" $((SECONDS - start))
+    run_program "$label" "$dir/$(basename "$source" .cpp)" --once
   done
 }
 
-echo "building examples..."
-if b2 -j"$jobs" -q example >bin/build-examples.log 2>&1; then
-  run_examples stage/example example
-else
-  grep -E "error|failed" bin/build-examples.log | head -40
-  failed=$((failed + 1)); failures+=("build examples")
+run_headers() {
+  local dir=$1 label=$2
+  for name in headers_compiled headers_header_only two_units; do
+    run_program "$label" "$dir/$name"
+  done
+}
+
+wants() {
+  [[ " ${extras[*]} " =~ " $1 " ]]
+}
+
+mkdir -p bin
+if [ ${#modules[@]} -ne 0 ]; then
+  for variant in release asan tsan; do
+    build "tests ($variant)" "bin/build-$variant.log" test variant="$variant" \
+      || continue
+    for module in "${modules[@]}"; do
+      if [ "$variant" = tsan ]; then
+        # Only modules with cases labelled "threads" run under TSan.
+        labels=$("stage/test/tsan/$module" --list_labels 2>&1)
+        grep -qw threads <<<"$labels" || continue
+        TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+          run_module tsan "$module" --run_test=@threads
+      elif [ "$variant" = asan ]; then
+        ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+          run_module asan "$module"
+      else
+        run_module release "$module"
+      fi
+    done
+  done
+
+  build examples bin/build-examples.log example \
+    && run_examples stage/example example
+fi
+
+if wants headers; then
+  build "header builds" bin/build-headers.log headers \
+    && run_headers stage/headers headers
+fi
+
+# Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
+# one case each.
+if wants consumers; then
+  test/consumers.sh | tee bin/consumers.log | grep -v ' passed, .* failed$'
+  counts=$(tail -1 bin/consumers.log)
+  ok=$(grep -o '^[0-9]*' <<<"$counts")
+  bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
+  if [ -z "$ok" ] || [ -z "$bad" ]; then
+    ok=0; bad=1
+  fi
+  passed=$((passed + ok)); failed=$((failed + bad))
+  [ "$bad" -eq 0 ] || failures+=("consumers")
+fi
+
+# The benchmarks' quick mode (which builds them first): one case.
+if [ "$everything" = yes ]; then
+  start=$SECONDS
+  if bench/run.sh --quick >bin/bench-quick.log 2>&1; then
+    passed=$((passed + 1)); status="1 passed   0 failed"
+  else
+    failed=$((failed + 1)); failures+=("bench --quick"); status="0 passed   1 failed"
+    tail -30 bin/bench-quick.log | sed 's/^/    /'
+  fi
+  printf '%-18s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
 fi
 
 # Asio's version as its header spells it, e.g. 1.34.0.
@@ -138,46 +195,35 @@ asio_version_in() {
   v=$(sed -n 's|^#define BOOST_ASIO_VERSION \([0-9]*\).*|\1|p' "$1/boost/asio/version.hpp")
   echo "$((v / 100000)).$((v / 100 % 1000)).$((v % 100))"
 }
-summaries=("Asio $(asio_version_in /usr/include) (Debian's Boost 1.81; release, sanitizers, examples): $passed passed, $failed failed")
+summaries=("Asio $(asio_version_in /usr/include) (Debian's Boost 1.81): $passed passed, $failed failed")
 
-# Every module and example against each newer Asio, release only.
+# Every module, example and header build against each newer Asio, release.
 versions=${TURNLOOP_ASIO_VERSIONS:-}
-if [ "$versions" != none ]; then
-  if ! versions=$(.ci/asio-headers $versions); then
-    failed=$((failed + 1)); failures+=("asio headers")
-    versions=
-  fi
+if [ "$versions" = none ]; then
+  versions=
+elif ! versions=$(.ci/asio-headers $versions); then
+  failed=$((failed + 1)); failures+=("asio headers")
+  versions=
 fi
-[ "$versions" = none ] && versions=
 for version in $versions; do
-  label="release-asio-$version"
-  asio_version=$(asio_version_in "bin/asio-$version/include")
   before_passed=$passed before_failed=$failed
-  echo "building tests and examples against Boost $version's Asio ($asio_version)..."
-  if ! b2 -j"$jobs" -q test example asio="$version" >"bin/build-$label.log" 2>&1; then
-    grep -E "error|failed" "bin/build-$label.log" | head -40
-    echo "build failed (asio=$version), see bin/build-$label.log"
-    failed=$((failed + 1)); failures+=("build $label")
-  else
+  asio_version=$(asio_version_in "bin/asio-$version/include")
+  targets=()
+  [ ${#modules[@]} -eq 0 ] || targets+=(test example)
+  ! wants headers || targets+=(headers)
+  if [ ${#targets[@]} -ne 0 ] \
+    && build "${targets[*]} against Boost $version's Asio ($asio_version)" \
+      "bin/build-asio-$version.log" "${targets[@]}" asio="$version"; then
     for module in "${modules[@]}"; do
-      run_module "$label" "$module"
+      run_module "release-asio-$version" "$module"
     done
-    run_examples "stage/example-asio-$version" "example-$version"
+    [ ${#modules[@]} -eq 0 ] \
+      || run_examples "stage/example-asio-$version" "example-asio-$version"
+    ! wants headers \
+      || run_headers "stage/headers-asio-$version" "headers-asio-$version"
   fi
   summaries+=("Asio $asio_version (asio=$version): $((passed - before_passed)) passed, $((failed - before_failed)) failed")
 done
-
-# The benchmarks' quick mode: one case.
-if [ ${#modules_given[@]} -eq 0 ]; then
-  start=$SECONDS
-  if bench/run.sh --quick >bin/bench-quick.log 2>&1; then
-    passed=$((passed + 1)); status="1 passed   0 failed"
-  else
-    failed=$((failed + 1)); failures+=("bench --quick"); status="0 passed   1 failed"
-    tail -30 bin/bench-quick.log | sed 's/^/    /'
-  fi
-  printf '%-16s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
-fi
 
 for summary in "${summaries[@]}"; do
   echo "$summary"

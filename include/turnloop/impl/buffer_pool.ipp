@@ -17,6 +17,7 @@
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
+#include <turnloop/detail/service_stats.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
@@ -326,6 +327,16 @@ TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
   s.waiting = waiting_;
   s.waits = waits_;
   s.refusals = refusals_.load(std::memory_order_relaxed);
+  return s;
+}
+
+TURNLOOP_DECL buffer_pool_stats detail::pool_statistics(loop& l) noexcept
+{
+  if (boost::asio::has_service<buffer_pool>(l))
+    return boost::asio::use_service<buffer_pool>(l).stats();
+  buffer_pool_stats s;
+  s.capacity = l.get_config().pooled_buffers;
+  s.buffer_size = l.get_config().pooled_buffer_size;
   return s;
 }
 

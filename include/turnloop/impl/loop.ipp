@@ -6,6 +6,10 @@
 #define TURNLOOP_IMPL_LOOP_IPP
 
 #include <turnloop/loop.hpp>
+#include <turnloop/detail/service_stats.hpp>
+
+// The services' bodies, for header-only mode: a header of theirs may be the
+// one being included, and then these bring nothing new.
 #include <turnloop/accept.hpp>
 #include <turnloop/blocking.hpp>
 #include <turnloop/buffer_pool.hpp>
@@ -115,10 +119,7 @@ TURNLOOP_DECL loop_stats loop::stats() const noexcept
   const config& c = core_.get_config();
   loop& self = const_cast<loop&>(*this);
 
-  s.pool.capacity = c.pooled_buffers;
-  s.pool.buffer_size = c.pooled_buffer_size;
-  if (boost::asio::has_service<buffer_pool>(self))
-    s.pool = boost::asio::use_service<buffer_pool>(self).stats();
+  s.pool = detail::pool_statistics(self);
   s.pooled_buffers = {c.pooled_buffers, s.pool.leased,
     s.pool.leased_high_water, s.pool.refusals};
 
