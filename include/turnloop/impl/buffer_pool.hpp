@@ -12,6 +12,8 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
+#include <turnloop/detail/remote_refusal.hpp>
+
 #include <cassert>
 #include <new>
 #include <type_traits>
@@ -86,28 +88,50 @@ void buffer_pool::start_lease(Handler&& handler)
 {
   using handler_type = std::decay_t<Handler>;
 
-  if (!core_.running_in_this_thread())
-  {
-    // The pool's lists belong to the loop's thread.
-    boost::asio::post(get_executor(),
-        [this, h = handler_type(std::forward<Handler>(handler))]() mutable {
-          start_lease(std::move(h));
-        });
-    return;
-  }
-
+  // Admitted or refused here, on whichever thread calls: the operation unit
+  // is an atomic ceiling, so what waits for the loop is bounded by
+  // max_operations however long the loop does not turn.
   detail::operation_unit unit;
   boost::system::error_code ec;
-  if (!admit(unit, ec))
+  const bool admitted = admit(unit, ec);
+  const bool on_loop = core_.running_in_this_thread();
+  if (!admitted)
   {
-    boost::asio::post(get_executor(),
-        boost::asio::detail::move_binder2<handler_type,
+    auto refusal = boost::asio::detail::move_binder2<handler_type,
           boost::system::error_code, buffer_lease>(0,
-            handler_type(std::forward<Handler>(handler)), ec, buffer_lease()));
+            handler_type(std::forward<Handler>(handler)), ec, buffer_lease());
+    if (on_loop)
+      boost::asio::post(get_executor(), std::move(refusal));
+    else
+    {
+      detail::post_remote_refusal(core_,
+          [this, refusal = std::move(refusal)]() mutable {
+            boost::asio::post(get_executor(), std::move(refusal));
+          },
+          "turnloop::buffer_pool::async_lease: refused off the loop's "
+          "thread while config::post_capacity refusals wait for the loop");
+    }
     return;
   }
 
+  if (!on_loop)
+  {
+    // The pool's lists belong to the loop's thread.
+    core_.post([this, h = handler_type(std::forward<Handler>(handler)),
+          unit = std::move(unit)]() mutable {
+          lease_admitted(std::move(h), std::move(unit));
+        }, std::allocator<void>());
+    return;
+  }
   handler_type h(std::forward<Handler>(handler));
+  lease_admitted(std::move(h), std::move(unit));
+}
+
+template <typename Handler>
+void buffer_pool::lease_admitted(Handler&& handler,
+    detail::operation_unit&& unit)
+{
+  std::decay_t<Handler> h(std::forward<Handler>(handler));
   detail::pooled_buffer* b = take();
   detail::slot_id id;
   try

@@ -25,6 +25,7 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
+#include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
@@ -84,10 +85,23 @@ public:
     boost::system::error_code ec = boost::asio::error::operation_not_supported;
     if (!pool || !pool->admit(unit, ec))
     {
-      // Refused: delivered like any completion, never inside this call.
-      boost::asio::post(io_ex, boost::asio::detail::move_binder2<Handler,
+      // Refused: delivered like any completion, never inside this call;
+      // from another thread, within config::post_capacity (see
+      // remote_refusal.hpp).
+      auto refusal = boost::asio::detail::move_binder2<Handler,
             boost::system::error_code, buffer_lease>(
-              0, std::move(handler), ec, buffer_lease()));
+              0, std::move(handler), ec, buffer_lease());
+      if (!pool || pool->core_.running_in_this_thread())
+        boost::asio::post(io_ex, std::move(refusal));
+      else
+      {
+        post_remote_refusal(pool->core_,
+            [io_ex, refusal = std::move(refusal)]() mutable {
+              boost::asio::post(io_ex, std::move(refusal));
+            },
+            "turnloop::async_read_pooled: refused off the loop's thread "
+            "while config::post_capacity refusals wait for the loop");
+      }
       return;
     }
     read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(handler))
