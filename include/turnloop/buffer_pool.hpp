@@ -125,7 +125,10 @@ public:
   /// Errors (the lease is then empty): turnloop::error::resource_limit if
   /// the pool is disabled or config::max_operations operations are
   /// outstanding; boost::asio::error::operation_aborted if cancelled through
-  /// the handler's cancellation slot (any cancellation type) while waiting.
+  /// the handler's cancellation slot (any cancellation type) while waiting;
+  /// boost::asio::error::no_memory if a request made on another thread, on
+  /// reaching the loop, could not mint a buffer or record its wait for lack
+  /// of memory (on the loop's thread the call throws std::bad_alloc instead).
   ///
   /// If the loop is destroyed first, the handler is destroyed without
   /// running. Any thread: the request is admitted or refused at the call
@@ -166,8 +169,9 @@ private:
   void start_lease(Handler&& handler);
 
   // The rest of an admitted request, on the loop's thread.
+  // @throws std::bad_alloc, leaving @p handler with the caller.
   template <typename Handler>
-  void lease_admitted(Handler&& handler, detail::operation_unit&& unit);
+  void lease_admitted(Handler& handler, detail::operation_unit&& unit);
 
   // A buffer for a new lease: one released elsewhere goes to the waiters
   // first; then a free one, or a new one below the ceiling; else nullptr.
@@ -187,13 +191,16 @@ private:
   }
 
   // Records @p handler as a waiting operation, not yet in either list.
+  // @throws std::bad_alloc, leaving @p handler and @p unit untouched.
   template <typename Handler>
   detail::slot_id add_waiter(Handler& handler, detail::operation_unit&& unit);
 
   // A pooled read that found data but no buffer: waits for one, watching
   // @p stream so that the stream's cancel() and close() still reach it.
+  // False, with @p handler untouched, if the wait could not be recorded for
+  // lack of memory.
   template <typename Handler, typename Stream>
-  void wait_for_read(Handler&& handler, Stream& stream);
+  bool wait_for_read(Handler&& handler, Stream& stream);
 
   // A buffer comes back on the loop's thread: to the oldest waiter, else to
   // the free list.

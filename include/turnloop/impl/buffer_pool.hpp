@@ -116,22 +116,33 @@ void buffer_pool::start_lease(Handler&& handler)
 
   if (!on_loop)
   {
-    // The pool's lists belong to the loop's thread.
+    // The pool's lists belong to the loop's thread. The request was
+    // accepted here, so a lack of memory there ends it with no_memory
+    // rather than dropping it.
     core_.post([this, h = handler_type(std::forward<Handler>(handler)),
           unit = std::move(unit)]() mutable {
-          lease_admitted(std::move(h), std::move(unit));
+          try
+          {
+            lease_admitted(h, std::move(unit));
+          }
+          catch (const std::bad_alloc&)
+          {
+            unit.reset();
+            boost::asio::post(get_executor(),
+                boost::asio::detail::move_binder2<handler_type,
+                  boost::system::error_code, buffer_lease>(0, std::move(h),
+                    boost::asio::error::no_memory, buffer_lease()));
+          }
         }, std::allocator<void>());
     return;
   }
   handler_type h(std::forward<Handler>(handler));
-  lease_admitted(std::move(h), std::move(unit));
+  lease_admitted(h, std::move(unit));
 }
 
 template <typename Handler>
-void buffer_pool::lease_admitted(Handler&& handler,
-    detail::operation_unit&& unit)
+void buffer_pool::lease_admitted(Handler& h, detail::operation_unit&& unit)
 {
-  std::decay_t<Handler> h(std::forward<Handler>(handler));
   detail::pooled_buffer* b = take();
   detail::slot_id id;
   try
@@ -164,15 +175,28 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
   boost::asio::cancellation_slot slot =
     boost::asio::get_associated_cancellation_slot(handler);
 
+  // Memory first, the handler last: an allocation that fails leaves the
+  // handler (and the unit) with the caller.
   typename op::ptr p = { boost::asio::detail::addressof(handler),
     op::ptr::allocate(handler), 0 };
-  p.p = ::new (p.v) op(handler, get_executor());
-
   boost::system::error_code ec;
-  const detail::slot_id id = waiters_.emplace(ec, p.p, std::move(unit));
+  const detail::slot_id id = waiters_.emplace(ec, nullptr,
+      detail::operation_unit());
   // Every waiter holds one of the loop's operation units (its own, or its
   // pooled read's), and the table's ceiling is max_operations.
   assert(!ec);
+  detail::buffer_waiter& w = *waiters_.find(id);
+  try
+  {
+    p.p = ::new (p.v) op(handler, get_executor());
+  }
+  catch (...)
+  {
+    waiters_.erase(id);
+    throw;
+  }
+  w.op = p.p;
+  w.unit = std::move(unit);
   p.v = p.p = nullptr;
 
   if (slot.is_connected())
@@ -184,17 +208,34 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
 }
 
 template <typename Handler, typename Stream>
-void buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
+bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
 {
-  const detail::slot_id id = add_waiter(handler, detail::operation_unit());
+  detail::slot_id id;
+  try
+  {
+    id = add_waiter(handler, detail::operation_unit());
+  }
+  catch (const std::bad_alloc&)
+  {
+    return false;
+  }
   detail::buffer_waiter& w = *waiters_.find(id);
   link_waiting(id, w);
   ++waits_;
   w.descriptor = stream.native_handle();
-  stream.async_wait(Stream::wait_error,
-      boost::asio::bind_cancellation_slot(w.watch.slot(),
-        watch_handler{this, id}));
-  w.watched = true;
+  try
+  {
+    stream.async_wait(Stream::wait_error,
+        boost::asio::bind_cancellation_slot(w.watch.slot(),
+          watch_handler{this, id}));
+    w.watched = true;
+  }
+  catch (const std::bad_alloc&)
+  {
+    // Still waiting for a buffer, only unwatched: the stream's cancel()
+    // and close() reach it when it reads.
+  }
+  return true;
 }
 
 } // namespace turnloop

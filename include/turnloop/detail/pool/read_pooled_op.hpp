@@ -38,6 +38,7 @@
 #include <boost/asio/detail/bind_handler.hpp>
 
 #include <concepts>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -131,7 +132,18 @@ public:
   {
     if (ec)
       return complete(ec, buffer_lease());
-    if (pooled_buffer* b = pool_->take())
+    // Minting a buffer can fail: the read then ends with no_memory, and a
+    // later read mints again.
+    pooled_buffer* b;
+    try
+    {
+      b = pool_->take();
+    }
+    catch (const std::bad_alloc&)
+    {
+      return complete(boost::asio::error::no_memory, buffer_lease());
+    }
+    if (b)
       return read(b);
 
     // Every buffer is leased. A socket can tell its end of stream or error
@@ -148,7 +160,9 @@ public:
     }
     buffer_pool& pool = *pool_;
     Stream& stream = *stream_;
-    pool.wait_for_read(std::move(*this), stream);
+    // A wait that cannot be recorded leaves this operation untouched.
+    if (!pool.wait_for_read(std::move(*this), stream))
+      complete(boost::asio::error::no_memory, buffer_lease());
   }
 
   /// The wait for a buffer ended: @p lease, or an error (would_block: the
