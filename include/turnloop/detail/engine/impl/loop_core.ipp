@@ -372,6 +372,8 @@ TURNLOOP_DECL void loop_core::visit()
         local_.push_back(op);
         ++taken;
       }
+      if (local_.size() > local_high_water_)
+        local_high_water_ = local_.size();
       retire_remote(taken);
     }
 
