@@ -233,7 +233,7 @@ bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
   catch (const std::bad_alloc&)
   {
     // Still waiting for a buffer, only unwatched: the stream's cancel()
-    // and close() reach it when it reads.
+    // and close() reach it once a buffer does and it reads.
   }
   return true;
 }
