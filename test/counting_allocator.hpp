@@ -2,8 +2,9 @@
 // test/counting_allocator.hpp
 //
 // A global allocator that counts, for the cases that prove a warm path
-// allocates nothing. It defines the replacement functions, so a test module
-// includes it in exactly one file.
+// allocates nothing, and fails on demand, for the cases that prove an
+// allocation failure loses nothing. It defines the replacement functions,
+// so a test module includes it in exactly one file.
 //
 // operator new is counted always. Asio takes handler memory from
 // aligned_alloc, which a replaced operator new never sees, so the C
@@ -26,6 +27,27 @@ namespace test {
 /// Allocations made by the process so far, on every thread.
 inline std::atomic<long> allocations{0};
 
+/// While not 0, operator new throws std::bad_alloc, on any thread, for every
+/// request of at least this many bytes: it aims at one allocation site by
+/// its size (a pooled buffer of an unusual size, say).
+inline std::atomic<std::size_t> fail_from_bytes{0};
+
+/// operator new throws std::bad_alloc for the next so many requests made on
+/// the calling thread.
+inline thread_local long fail_next_on_this_thread = 0;
+
+/// True if a request for @p n bytes is to fail now (and counts it).
+inline bool fails_now(std::size_t n) noexcept
+{
+  if (fail_next_on_this_thread > 0)
+  {
+    --fail_next_on_this_thread;
+    return true;
+  }
+  const std::size_t from = fail_from_bytes.load(std::memory_order_relaxed);
+  return from != 0 && n >= from;
+}
+
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 /// True where malloc and its relatives are counted as well.
 inline constexpr bool counts_malloc = true;
@@ -38,6 +60,8 @@ inline constexpr bool counts_malloc = false;
 void* operator new(std::size_t n)
 {
   test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (test::fails_now(n))
+    throw std::bad_alloc();
   if (void* p = std::malloc(n ? n : 1))
     return p;
   throw std::bad_alloc();

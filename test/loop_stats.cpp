@@ -104,3 +104,20 @@ BOOST_AUTO_TEST_CASE(accepted_connections_count_as_handles)
   BOOST_TEST(l.stats().handles.high_water == 1u);
   BOOST_TEST(l.stats().handles.limit == 4u);
 }
+
+BOOST_AUTO_TEST_CASE(the_local_queue_high_water_mark_counts_cross_thread_posts_taken_into_it,
+    * test::threads_label())
+{
+  turnloop::loop l;
+  int ran = 0;
+  std::thread([&] {
+    for (int i = 0; i != 100; ++i)
+      asio::post(l, [&] { ++ran; });
+  }).join();
+  BOOST_TEST(l.stats().local_queued_high_water == 0u);
+  l.run();
+  BOOST_TEST(ran == 100);
+  // One turn takes all 100 (below events_per_turn) into the local queue.
+  BOOST_TEST(l.stats().local_queued_high_water == 100u);
+  BOOST_TEST(l.stats().local_queued == 0u);
+}

@@ -117,6 +117,8 @@ private:
 /// cancellation are supported, in either state); turnloop::error::
 /// resource_limit if config::max_operations operations are outstanding
 /// (each accept is one, from submission until its handler is called);
+/// no_memory if, after submission, the accept could not be parked or
+/// re-issued for lack of memory (its handle goes to the next in line);
 /// operation_not_supported if the acceptor is not on a turnloop::loop.
 /// Every outcome is delivered through the handler's executor, never
 /// inside this call.

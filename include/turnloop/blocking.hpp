@@ -37,6 +37,8 @@ using blocking_result_t = detail::blocking_result_t<Function>;
 /// Exactly one of these holds:
 /// - ec == turnloop::error::resource_limit: the submission was refused at a
 ///   ceiling; the job never ran.
+/// - ec == boost::asio::error::no_memory: the job was admitted but could not
+///   be recorded for lack of memory; it never ran.
 /// - ec == boost::asio::error::operation_aborted: the job was cancelled
 ///   before it started; it never ran.
 /// - e != nullptr: the job threw; e is what it threw.
@@ -72,22 +74,34 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// blocking_signature_t<blocking_result_t<Function>>.
 ///
 /// Refusals: if config::blocking.max_undelivered jobs are admitted and not
-/// yet delivered, if queue_capacity jobs are queued, if no worker thread
-/// could be started, or if config::max_operations operations are
+/// yet delivered, if queue_capacity jobs wait for a worker, if no worker
+/// thread could be started, or if config::max_operations operations are
 /// outstanding, the job is not run and the completion receives
 /// turnloop::error::resource_limit in a later turn (never inside this call).
+/// The ceilings are checked at the call, on whichever thread makes it.
+/// If the job is admitted but the loop cannot record it for lack of memory
+/// (a job submitted from another thread, recorded when it reaches the loop),
+/// the completion receives boost::asio::error::no_memory; it never ran.
 ///
 /// Cancellation (per-operation cancellation slot, any type): before the
 /// job starts, it is removed and completes with operation_aborted; while it
 /// runs, its std::stop_token is signalled and its outcome is delivered when
 /// it returns; after it returns, nothing changes.
 ///
-/// Thread safety: any thread. Submissions from another thread are posted to
-/// the loop and admitted in its next turn. Cancellation signals must be
-/// emitted on the loop's thread, as with every Asio operation.
+/// Thread safety: any thread. A submission from another thread is admitted
+/// or refused at the call, so what waits for the loop is bounded by the
+/// ceilings however long the loop does not turn; an admitted job is built
+/// there and started in the loop's next turn. Its refusal is posted to the
+/// loop as one of config::post_capacity cross-thread posts; beyond that the
+/// call throws (see below). Cancellation signals must be emitted on the
+/// loop's thread, as with every Asio operation.
 ///
 /// @throws boost::system::system_error (operation_not_supported) if @p ex's
-/// context is not a turnloop::loop, or what allocating the job throws.
+/// context is not a turnloop::loop; system_error (resource_limit) if the
+/// call comes from another thread, is refused, and config::post_capacity
+/// cross-thread posts are already queued, so that the refusal could not be
+/// queued either (the handler is then destroyed without being invoked);
+/// what allocating the job throws.
 template <blocking_executor Executor, typename Function,
     typename CompletionToken =
       boost::asio::default_completion_token_t<Executor>>

@@ -21,12 +21,14 @@ struct blocking_stats
   std::size_t threads = 0;
   std::size_t busy = 0;
 
-  /// Bounded jobs waiting for a worker now, and the most ever waiting
+  /// Bounded jobs waiting for a worker now (including those submitted on
+  /// another thread and not yet at the loop), and the most ever waiting
   /// (ceiling: config::blocking.queue_capacity).
   std::size_t queued = 0;
   std::size_t queued_high_water = 0;
 
-  /// Threads running long jobs now, and the most ever at once (ceiling:
+  /// Long jobs admitted and not finished now (each has, or is about to get,
+  /// a thread of its own), and the most ever at once (ceiling:
   /// config::blocking.long_threads_max).
   std::size_t long_threads = 0;
   std::size_t long_threads_high_water = 0;

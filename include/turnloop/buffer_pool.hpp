@@ -60,8 +60,9 @@ class read_pooled_op;
 ///
 /// Thread safety: try_lease and stats() are for the loop's thread, or for
 /// when no thread runs the loop (as loop::stats()). async_lease may be
-/// started from any thread (it then starts in the loop's next turn). A
-/// lease may be released on any thread (see buffer_lease).
+/// started from any thread: it is admitted or refused at the call, and an
+/// admitted request starts in the loop's next turn. A lease may be released
+/// on any thread (see buffer_lease).
 class buffer_pool
   : public boost::asio::execution_context::service,
     private detail::turn_source
@@ -124,11 +125,19 @@ public:
   /// Errors (the lease is then empty): turnloop::error::resource_limit if
   /// the pool is disabled or config::max_operations operations are
   /// outstanding; boost::asio::error::operation_aborted if cancelled through
-  /// the handler's cancellation slot (any cancellation type) while waiting.
+  /// the handler's cancellation slot (any cancellation type) while waiting;
+  /// boost::asio::error::no_memory if a request made on another thread, on
+  /// reaching the loop, could not mint a buffer or record its wait for lack
+  /// of memory (on the loop's thread the call throws std::bad_alloc instead).
   ///
   /// If the loop is destroyed first, the handler is destroyed without
-  /// running. Any thread; off the loop's thread the request starts in the
-  /// loop's next turn.
+  /// running. Any thread: the request is admitted or refused at the call
+  /// (one of max_operations), and off the loop's thread an admitted one
+  /// starts in the loop's next turn, while a refusal is posted to the loop
+  /// as one of config::post_capacity cross-thread posts.
+  /// @throws boost::system::system_error (resource_limit) if the call comes
+  /// from another thread, is refused, and post_capacity cross-thread posts
+  /// are already queued (the handler is destroyed without being invoked).
   template <typename CompletionToken>
   auto async_lease(CompletionToken&& token);
 
@@ -155,8 +164,14 @@ private:
 
   // The rest is for the loop's thread.
 
+  // Admits a lease request (any thread) and starts it on the loop's thread.
   template <typename Handler>
   void start_lease(Handler&& handler);
+
+  // The rest of an admitted request, on the loop's thread.
+  // @throws std::bad_alloc, leaving @p handler with the caller.
+  template <typename Handler>
+  void lease_admitted(Handler& handler, detail::operation_unit&& unit);
 
   // A buffer for a new lease: one released elsewhere goes to the waiters
   // first; then a free one, or a new one below the ceiling; else nullptr.
@@ -176,13 +191,16 @@ private:
   }
 
   // Records @p handler as a waiting operation, not yet in either list.
+  // @throws std::bad_alloc, leaving @p handler and @p unit untouched.
   template <typename Handler>
   detail::slot_id add_waiter(Handler& handler, detail::operation_unit&& unit);
 
   // A pooled read that found data but no buffer: waits for one, watching
   // @p stream so that the stream's cancel() and close() still reach it.
+  // False, with @p handler untouched, if the wait could not be recorded for
+  // lack of memory.
   template <typename Handler, typename Stream>
-  void wait_for_read(Handler&& handler, Stream& stream);
+  bool wait_for_read(Handler&& handler, Stream& stream);
 
   // A buffer comes back on the loop's thread: to the oldest waiter, else to
   // the free list.

@@ -115,7 +115,12 @@ public:
 
   /// Destroys every queued handler, pending operation and suspended
   /// coroutine without running it, then the services. Must not run
-  /// concurrently with run() or with posts from other threads.
+  /// concurrently with run(), or with anything another thread does to the
+  /// loop or its objects (posts, submissions, releasing leases, destroying
+  /// sockets or accepted_sockets): finish with those threads first. What
+  /// the destroyed handlers' own destructors do (destroy the sockets,
+  /// timers, leases and accepted_sockets they own, post) is allowed; a post
+  /// made then is dropped. doc/design.md, "Destroying a loop".
   TURNLOOP_DECL ~loop();
 
   loop(const loop&) = delete;

@@ -49,7 +49,8 @@ struct loop_stats
   /// Cross-thread posts that had to wake a parked loop (one syscall each).
   std::uint64_t wakes = 0;
 
-  /// Handlers queued on the loop thread now, and the most ever queued.
+  /// Handlers queued on the loop thread now (its own posts, and the
+  /// cross-thread posts a turn has taken in), and the most ever queued.
   std::size_t local_queued = 0;
   std::size_t local_queued_high_water = 0;
 

@@ -55,8 +55,10 @@ namespace turnloop {
 /// cancel() or close()); turnloop::error::resource_limit if the pool is
 /// disabled (config::pooled_buffers = 0) or config::max_operations
 /// operations are outstanding; boost::asio::error::operation_not_supported
-/// if the stream's executor does not belong to a turnloop::loop; or the
-/// system's error. Refusals are delivered like any completion, never inside
+/// if the stream's executor does not belong to a turnloop::loop;
+/// boost::asio::error::no_memory if data arrived but no buffer could be
+/// minted, or its wait for a buffer recorded, for lack of memory (the data
+/// stays in the stream for the next read); or the system's error. Refusals are delivered like any completion, never inside
 /// this call. A pending read counts as one of the loop's max_operations.
 ///
 /// Exactly one completion, and no buffer is ever leaked: a lease is only

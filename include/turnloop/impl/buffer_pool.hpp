@@ -12,6 +12,8 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
+#include <turnloop/detail/remote_refusal.hpp>
+
 #include <cassert>
 #include <new>
 #include <type_traits>
@@ -86,28 +88,61 @@ void buffer_pool::start_lease(Handler&& handler)
 {
   using handler_type = std::decay_t<Handler>;
 
-  if (!core_.running_in_this_thread())
-  {
-    // The pool's lists belong to the loop's thread.
-    boost::asio::post(get_executor(),
-        [this, h = handler_type(std::forward<Handler>(handler))]() mutable {
-          start_lease(std::move(h));
-        });
-    return;
-  }
-
+  // Admitted or refused here, on whichever thread calls: the operation unit
+  // is an atomic ceiling, so what waits for the loop is bounded by
+  // max_operations however long the loop does not turn.
   detail::operation_unit unit;
   boost::system::error_code ec;
-  if (!admit(unit, ec))
+  const bool admitted = admit(unit, ec);
+  const bool on_loop = core_.running_in_this_thread();
+  if (!admitted)
   {
-    boost::asio::post(get_executor(),
-        boost::asio::detail::move_binder2<handler_type,
+    auto refusal = boost::asio::detail::move_binder2<handler_type,
           boost::system::error_code, buffer_lease>(0,
-            handler_type(std::forward<Handler>(handler)), ec, buffer_lease()));
+            handler_type(std::forward<Handler>(handler)), ec, buffer_lease());
+    if (on_loop)
+      boost::asio::post(get_executor(), std::move(refusal));
+    else
+    {
+      detail::post_remote_refusal(core_,
+          [this, refusal = std::move(refusal)]() mutable {
+            boost::asio::post(get_executor(), std::move(refusal));
+          },
+          "turnloop::buffer_pool::async_lease: refused off the loop's "
+          "thread while config::post_capacity refusals wait for the loop");
+    }
     return;
   }
 
+  if (!on_loop)
+  {
+    // The pool's lists belong to the loop's thread. The request was
+    // accepted here, so a lack of memory there ends it with no_memory
+    // rather than dropping it.
+    core_.post([this, h = handler_type(std::forward<Handler>(handler)),
+          unit = std::move(unit)]() mutable {
+          try
+          {
+            lease_admitted(h, std::move(unit));
+          }
+          catch (const std::bad_alloc&)
+          {
+            unit.reset();
+            boost::asio::post(get_executor(),
+                boost::asio::detail::move_binder2<handler_type,
+                  boost::system::error_code, buffer_lease>(0, std::move(h),
+                    boost::asio::error::no_memory, buffer_lease()));
+          }
+        }, std::allocator<void>());
+    return;
+  }
   handler_type h(std::forward<Handler>(handler));
+  lease_admitted(h, std::move(unit));
+}
+
+template <typename Handler>
+void buffer_pool::lease_admitted(Handler& h, detail::operation_unit&& unit)
+{
   detail::pooled_buffer* b = take();
   detail::slot_id id;
   try
@@ -140,15 +175,28 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
   boost::asio::cancellation_slot slot =
     boost::asio::get_associated_cancellation_slot(handler);
 
+  // Memory first, the handler last: an allocation that fails leaves the
+  // handler (and the unit) with the caller.
   typename op::ptr p = { boost::asio::detail::addressof(handler),
     op::ptr::allocate(handler), 0 };
-  p.p = ::new (p.v) op(handler, get_executor());
-
   boost::system::error_code ec;
-  const detail::slot_id id = waiters_.emplace(ec, p.p, std::move(unit));
+  const detail::slot_id id = waiters_.emplace(ec, nullptr,
+      detail::operation_unit());
   // Every waiter holds one of the loop's operation units (its own, or its
   // pooled read's), and the table's ceiling is max_operations.
   assert(!ec);
+  detail::buffer_waiter& w = *waiters_.find(id);
+  try
+  {
+    p.p = ::new (p.v) op(handler, get_executor());
+  }
+  catch (...)
+  {
+    waiters_.erase(id);
+    throw;
+  }
+  w.op = p.p;
+  w.unit = std::move(unit);
   p.v = p.p = nullptr;
 
   if (slot.is_connected())
@@ -160,17 +208,34 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
 }
 
 template <typename Handler, typename Stream>
-void buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
+bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
 {
-  const detail::slot_id id = add_waiter(handler, detail::operation_unit());
+  detail::slot_id id;
+  try
+  {
+    id = add_waiter(handler, detail::operation_unit());
+  }
+  catch (const std::bad_alloc&)
+  {
+    return false;
+  }
   detail::buffer_waiter& w = *waiters_.find(id);
   link_waiting(id, w);
   ++waits_;
   w.descriptor = stream.native_handle();
-  stream.async_wait(Stream::wait_error,
-      boost::asio::bind_cancellation_slot(w.watch.slot(),
-        watch_handler{this, id}));
-  w.watched = true;
+  try
+  {
+    stream.async_wait(Stream::wait_error,
+        boost::asio::bind_cancellation_slot(w.watch.slot(),
+          watch_handler{this, id}));
+    w.watched = true;
+  }
+  catch (const std::bad_alloc&)
+  {
+    // Still waiting for a buffer, only unwatched: the stream's cancel()
+    // and close() reach it once a buffer does and it reads.
+  }
+  return true;
 }
 
 } // namespace turnloop

@@ -48,6 +48,7 @@
 #include <cerrno>
 #include <concepts>
 #include <type_traits>
+#include <new>
 #include <utility>
 
 #include <sys/socket.h>
@@ -266,7 +267,17 @@ public:
       return complete(boost::asio::error::operation_aborted,
           peer_type(acceptor_->get_executor()));
     }
-    accept(slot);
+    try
+    {
+      accept(slot);
+    }
+    catch (const std::bad_alloc&)
+    {
+      // Asio could not allocate the accept, and left this operation as it
+      // was: it ends with no_memory, its handle going to the next in line.
+      complete(boost::asio::error::no_memory,
+          peer_type(acceptor_->get_executor()));
+    }
   }
 
 private:
@@ -315,6 +326,17 @@ private:
     try
     {
       op = parked_accept_op<accept_op>::create(*this);
+    }
+    catch (const std::bad_alloc&)
+    {
+      // Backing off, this operation was accepted long ago: it ends with
+      // no_memory (create() left it untouched). At its start, the
+      // initiating call throws instead.
+      if (backing_off)
+        return complete(boost::asio::error::no_memory,
+            peer_type(acceptor.get_executor()));
+      service.complete(id, false);
+      throw;
     }
     catch (...)
     {

@@ -33,7 +33,8 @@ public:
     queued,  // waiting for a worker, or for its long thread to start
     running, // its function started (and may have returned since)
     aborted, // cancelled before it started: it never runs
-    refused  // its long thread could not be created: it never runs
+    refused, // its long thread could not be created: it never runs
+    no_memory // it could not be recorded (bad_alloc): it never runs
   };
 
   /// Runs the function, keeping what it returns or throws. Off the loop.

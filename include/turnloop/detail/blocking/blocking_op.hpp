@@ -201,6 +201,8 @@ private:
       ec = boost::asio::error::operation_aborted;
     else if (op->state_ == state::refused)
       ec = make_error_code(error::resource_limit);
+    else if (op->state_ == state::no_memory)
+      ec = boost::asio::error::no_memory;
 
     // Cleared while the handler, which may own the signal, is alive.
     auto slot = boost::asio::get_associated_cancellation_slot(op->handler_);

@@ -14,8 +14,13 @@
 //   woken only to find the queue empty.
 // - The loop hands over the jobs submitted while it delivers results in
 //   batches (stage(), then flush()): one lock for several jobs.
-// - A long job gets a thread of its own, created when the job is submitted
-//   and gone when it ends; it is never queued.
+// - A long job gets a thread of its own, created when the loop starts the
+//   job and gone when it ends; it is never queued.
+// - The places these bound (queue_capacity, long_threads_max) are ceilings
+//   that any thread takes at submission (queue_places(), long_places()), so
+//   a job submitted from another thread and still on its way to the loop
+//   already holds its place. A worker gives a place back when it takes the
+//   job; a long thread when it ends.
 // - A finished job is pushed into the result ring, a Boost.Lockfree
 //   single-consumer ring with room for max_undelivered jobs: the service
 //   admits no more undelivered jobs than that, so a push cannot fail.
@@ -33,6 +38,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/detail/blocking/blocking_job.hpp>
+#include <turnloop/detail/ceiling.hpp>
 
 #include <boost/lockfree/spsc_queue.hpp>
 
@@ -71,18 +77,11 @@ public:
   /// Starts the bounded workers not running yet; false if none is running.
   TURNLOOP_DECL bool start_workers() noexcept;
 
-  /// Bounded jobs waiting for a worker (queued or staged): what
-  /// queue_capacity bounds.
-  std::size_t queued() const noexcept
-  {
-    return queued_.load(std::memory_order_relaxed) + staged_count_;
-  }
-
-  /// Queues a bounded job now. The caller has checked queued().
+  /// Queues a bounded job now. It holds one of queue_places().
   TURNLOOP_DECL void enqueue(blocking_job* job) noexcept;
 
-  /// Keeps a bounded job for the next flush(). The caller has checked
-  /// queued().
+  /// Keeps a bounded job for the next flush(). It holds one of
+  /// queue_places().
   void stage(blocking_job* job) noexcept
   {
     job->staged_ = true;
@@ -103,9 +102,18 @@ public:
     return staged_count_;
   }
 
-  /// Starts a thread for a long job. If the thread cannot be created, the
-  /// job is refused: it goes straight into the ring, never having run.
+  /// Starts a thread for a long job, which holds one of long_places(). If
+  /// the thread cannot be created, the job is refused: it goes straight into
+  /// the ring, never having run.
   TURNLOOP_DECL void start_long(blocking_job* job) noexcept;
+
+  /// Refuses a bounded job that no worker could be started for: it goes
+  /// into the ring, never having run. Its queue place was given back.
+  void refuse(blocking_job* job) noexcept
+  {
+    job->state_ = blocking_job::state::refused;
+    push_result(job);
+  }
 
   /// Cancels @p job: a job that has not started is aborted (and reaches the
   /// ring without running); one that has started is asked to stop, which
@@ -132,6 +140,20 @@ public:
   /// the service.
   TURNLOOP_DECL void close() noexcept;
 
+  /// Bounded jobs admitted and not yet taken by a worker (on their way to
+  /// the loop, staged or queued): what queue_capacity bounds. Any thread.
+  ceiling& queue_places() noexcept
+  {
+    return queue_places_;
+  }
+
+  /// Long jobs admitted whose thread has not ended: what long_threads_max
+  /// bounds. Any thread.
+  ceiling& long_places() noexcept
+  {
+    return long_places_;
+  }
+
   /// @name Statistics: readable from any thread
   /// @{
   std::size_t threads() const noexcept
@@ -144,20 +166,6 @@ public:
     return busy_.load(std::memory_order_relaxed);
   }
 
-  std::size_t queued_high_water() const noexcept
-  {
-    return queued_high_water_.load(std::memory_order_relaxed);
-  }
-
-  std::size_t long_threads() const noexcept
-  {
-    return long_threads_.load(std::memory_order_relaxed);
-  }
-
-  std::size_t long_threads_high_water() const noexcept
-  {
-    return long_high_water_.load(std::memory_order_relaxed);
-  }
   /// @}
 
 private:
@@ -216,13 +224,6 @@ private:
   // How long an idle worker looks out for a new job before it sleeps.
   static constexpr std::chrono::microseconds spin_time{50};
 
-  static void raise_to(std::atomic<std::size_t>& high_water,
-      std::size_t value) noexcept
-  {
-    if (value > high_water.load(std::memory_order_relaxed))
-      high_water.store(value, std::memory_order_relaxed);
-  }
-
   TURNLOOP_DECL worker* take_sleeper() noexcept;
   TURNLOOP_DECL void work(worker& self) noexcept;
   TURNLOOP_DECL void run_long(blocking_job* job) noexcept;
@@ -255,11 +256,13 @@ private:
   std::condition_variable long_done_; // close() waits here for long threads
   boost::lockfree::spsc_queue<blocking_job*> results_;
 
+  // Taken at submission, by any thread.
+  alignas(64) ceiling queue_places_;
+  ceiling long_places_;
+
   // Written by the loop alone, or rarely.
   alignas(64) std::atomic<std::size_t> threads_{0};
-  std::atomic<std::size_t> queued_high_water_{0};
-  std::atomic<std::size_t> long_threads_{0};
-  std::atomic<std::size_t> long_high_water_{0};
+  std::atomic<std::size_t> long_threads_{0}; // started; close() waits for 0
 };
 
 } // namespace detail

@@ -169,6 +169,14 @@ private:
   class turn_operation;
   class visit_scope;
 
+  // Counters from which a run() call works out how many handlers it ran.
+  struct progress
+  {
+    std::uint64_t visits;
+    std::uint64_t handlers;
+    std::uint64_t io;
+  };
+
   // Makes the calling thread the loop's owner for one run()/poll() call, or
   // throws already_running if another thread owns it. A call from inside one
   // of the loop's own handlers is a nested run: the visit that called it is
@@ -186,6 +194,7 @@ private:
     loop_core* previous_ = nullptr;
     bool acquired_ = false;
     unsigned suspended_visits_ = 0;
+    progress start_{}; // of a nested call, to set its progress aside
   };
 
   // Ownership for the length of one scheduler operation, used when the loop
@@ -257,17 +266,13 @@ private:
   TURNLOOP_DECL bool completes_io_here() const noexcept;
   TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ready);
-  // Counters from which a run() call works out how many handlers it ran.
-  struct progress
-  {
-    std::uint64_t visits;
-    std::uint64_t handlers;
-    std::uint64_t io;
-  };
-
+  // What this thread's run()/poll() calls have done, less what calls nested
+  // in their handlers did: as in io_context, a nested call's handlers count
+  // for it alone.
   progress progress_now() const noexcept
   {
-    return {visits_, handlers_run_, io_completions_};
+    return {visits_ - nested_.visits, handlers_run_ - nested_.handlers,
+      io_completions_ - nested_.io};
   }
 
   TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
@@ -295,6 +300,7 @@ private:
   std::uint64_t visits_ = 0;
   std::uint64_t reactor_runs_ = 0;
   std::uint64_t parks_ = 0;
+  progress nested_{};              // done by nested run()/poll() calls
   std::size_t local_high_water_ = 0;
   std::size_t remote_high_water_ = 0; // sampled by the loop, see retire_remote
 

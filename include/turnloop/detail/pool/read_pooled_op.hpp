@@ -25,6 +25,7 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
+#include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
@@ -37,6 +38,7 @@
 #include <boost/asio/detail/bind_handler.hpp>
 
 #include <concepts>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -84,10 +86,23 @@ public:
     boost::system::error_code ec = boost::asio::error::operation_not_supported;
     if (!pool || !pool->admit(unit, ec))
     {
-      // Refused: delivered like any completion, never inside this call.
-      boost::asio::post(io_ex, boost::asio::detail::move_binder2<Handler,
+      // Refused: delivered like any completion, never inside this call;
+      // from another thread, within config::post_capacity (see
+      // remote_refusal.hpp).
+      auto refusal = boost::asio::detail::move_binder2<Handler,
             boost::system::error_code, buffer_lease>(
-              0, std::move(handler), ec, buffer_lease()));
+              0, std::move(handler), ec, buffer_lease());
+      if (!pool || pool->core_.running_in_this_thread())
+        boost::asio::post(io_ex, std::move(refusal));
+      else
+      {
+        post_remote_refusal(pool->core_,
+            [io_ex, refusal = std::move(refusal)]() mutable {
+              boost::asio::post(io_ex, std::move(refusal));
+            },
+            "turnloop::async_read_pooled: refused off the loop's thread "
+            "while config::post_capacity refusals wait for the loop");
+      }
       return;
     }
     read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(handler))
@@ -117,7 +132,18 @@ public:
   {
     if (ec)
       return complete(ec, buffer_lease());
-    if (pooled_buffer* b = pool_->take())
+    // Minting a buffer can fail: the read then ends with no_memory, and a
+    // later read mints again.
+    pooled_buffer* b;
+    try
+    {
+      b = pool_->take();
+    }
+    catch (const std::bad_alloc&)
+    {
+      return complete(boost::asio::error::no_memory, buffer_lease());
+    }
+    if (b)
       return read(b);
 
     // Every buffer is leased. A socket can tell its end of stream or error
@@ -134,7 +160,9 @@ public:
     }
     buffer_pool& pool = *pool_;
     Stream& stream = *stream_;
-    pool.wait_for_read(std::move(*this), stream);
+    // A wait that cannot be recorded leaves this operation untouched.
+    if (!pool.wait_for_read(std::move(*this), stream))
+      complete(boost::asio::error::no_memory, buffer_lease());
   }
 
   /// The wait for a buffer ended: @p lease, or an error (would_block: the

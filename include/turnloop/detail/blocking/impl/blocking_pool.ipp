@@ -56,7 +56,9 @@ TURNLOOP_DECL blocking_pool::blocking_pool(loop_core& core,
   : core_(core),
     source_(source),
     wanted_threads_(cfg.threads),
-    results_(cfg.max_undelivered)
+    results_(cfg.max_undelivered),
+    queue_places_(cfg.queue_capacity),
+    long_places_(cfg.long_threads_max)
 {
   workers_.reserve(wanted_threads_);
 }
@@ -114,9 +116,7 @@ TURNLOOP_DECL void blocking_pool::enqueue(blocking_job* job) noexcept
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     queue_.push_back(job);
-    const std::size_t queued =
-      queued_.fetch_add(1, std::memory_order_relaxed) + 1;
-    raise_to(queued_high_water_, queued);
+    queued_.fetch_add(1, std::memory_order_relaxed);
     if (searching_ == 0)
       wake = take_sleeper();
   }
@@ -134,10 +134,7 @@ TURNLOOP_DECL void blocking_pool::flush() noexcept
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     queue_.splice_back(staged_);
-    const std::size_t queued =
-      queued_.fetch_add(staged_count_, std::memory_order_relaxed)
-      + staged_count_;
-    raise_to(queued_high_water_, queued);
+    queued_.fetch_add(staged_count_, std::memory_order_relaxed);
     if (searching_ == 0)
       wake = take_sleeper();
   }
@@ -149,9 +146,7 @@ TURNLOOP_DECL void blocking_pool::flush() noexcept
 TURNLOOP_DECL void blocking_pool::start_long(blocking_job* job) noexcept
 {
   job->long_ = true;
-  const std::size_t n =
-    long_threads_.fetch_add(1, std::memory_order_relaxed) + 1;
-  raise_to(long_high_water_, n);
+  long_threads_.fetch_add(1, std::memory_order_relaxed);
   try
   {
     signals_blocked blocked;
@@ -161,6 +156,7 @@ TURNLOOP_DECL void blocking_pool::start_long(blocking_job* job) noexcept
   catch (...)
   {
     long_threads_.fetch_sub(1, std::memory_order_relaxed);
+    long_places_.release();
     job->state_ = blocking_job::state::refused;
     push_result(job);
   }
@@ -172,6 +168,7 @@ TURNLOOP_DECL void blocking_pool::cancel(blocking_job* job) noexcept
   {
     staged_.erase(job);
     --staged_count_;
+    queue_places_.release();
     job->staged_ = false;
     job->state_ = blocking_job::state::aborted;
     push_result(job);
@@ -188,6 +185,7 @@ TURNLOOP_DECL void blocking_pool::cancel(blocking_job* job) noexcept
         return; // its thread, about to start, delivers it without running it
       queue_.erase(job);
       queued_.fetch_sub(1, std::memory_order_relaxed);
+      queue_places_.release();
     }
   }
   // Outside the lock, which workers need: the job lives until the loop
@@ -252,6 +250,7 @@ TURNLOOP_DECL void blocking_pool::work(worker& self) noexcept
       continue;
     }
     queued_.fetch_sub(1, std::memory_order_relaxed);
+    queue_places_.release();
     busy_.fetch_add(1, std::memory_order_relaxed);
     job->state_ = blocking_job::state::running;
     self.current.store(job, std::memory_order_relaxed);
@@ -292,6 +291,7 @@ TURNLOOP_DECL void blocking_pool::run_long(blocking_job* job) noexcept
     assert(pushed && "blocking result ring full: the credit count is wrong");
     core_.signal(source_);
   }
+  long_places_.release();
   if (long_threads_.fetch_sub(1, std::memory_order_relaxed) == 1
       && results_closed_)
     long_done_.notify_all();
@@ -303,6 +303,8 @@ TURNLOOP_DECL void blocking_pool::close() noexcept
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     closed_ = true;
+    queue_places_.release(queued_.load(std::memory_order_relaxed)
+        + staged_count_);
     queue_ = job_list();
     staged_ = job_list();
     staged_count_ = 0;

@@ -8,10 +8,12 @@
 #define TURNLOOP_DETAIL_BLOCKING_IMPL_BLOCKING_SERVICE_HPP
 
 #include <turnloop/detail/blocking/blocking_op.hpp>
+#include <turnloop/detail/remote_refusal.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -26,55 +28,86 @@ void blocking_service::submit(bool long_job, const IoExecutor& io_ex,
   using function_type = std::decay_t<Function>;
   using op_type = blocking_op<function_type, handler_type, IoExecutor>;
 
-  if (!core_.running_in_this_thread())
+  const bool on_loop = core_.running_in_this_thread();
+  if (admit(long_job, on_loop))
   {
-    boost::asio::post(loop_.get_executor(),
-        [this, long_job, io_ex,
-          handler = handler_type(std::forward<Handler>(handler)),
-          function = function_type(std::forward<Function>(function))]()
-        mutable
-        {
-          submit(long_job, io_ex, std::move(handler), std::move(function));
-        });
+    if (on_loop)
+      op_type::post_refusal(io_ex, std::forward<Handler>(handler));
+    else
+    {
+      post_remote_refusal(core_,
+          [io_ex, h = handler_type(std::forward<Handler>(handler))]() mutable
+          {
+            op_type::post_refusal(io_ex, std::move(h));
+          },
+          "turnloop::async_blocking: refused off the loop's thread while "
+          "config::post_capacity refusals wait for the loop");
+    }
     return;
   }
 
-  if (admit(long_job))
-  {
-    op_type::post_refusal(io_ex, std::forward<Handler>(handler));
-    return;
-  }
-
-  blocking_job* job;
-  slot_id id;
+  op_type* op;
   try
   {
-    job = op_type::create(std::forward<Handler>(handler),
+    op = op_type::create(std::forward<Handler>(handler),
         std::forward<Function>(function), io_ex, loop_);
-    id = hold(job); // destroys the job if it throws
   }
   catch (...)
   {
-    unadmit();
+    unadmit(long_job);
     throw;
   }
 
-  auto slot = boost::asio::get_associated_cancellation_slot(
-      static_cast<op_type*>(job)->handler());
-  if (slot.is_connected())
+  if (on_loop)
   {
-    try
+    adopt(op, long_job, false);
+    return;
+  }
+  // Admitted here; recorded and started in the loop's turn. The post is not
+  // refusable, but bounded: every forwarded job holds a credit.
+  core_.post([forwarded = forwarded_job(*this, op, long_job), long_job,
+        this]() mutable
+      {
+        adopt(static_cast<op_type*>(forwarded.release()), long_job, true);
+      }, std::allocator<void>());
+}
+
+template <typename Op>
+void blocking_service::adopt(Op* op, bool long_job, bool from_elsewhere)
+{
+  slot_id id;
+  try
+  {
+    id = hold(op);
+    auto slot = boost::asio::get_associated_cancellation_slot(op->handler());
+    if (slot.is_connected())
     {
-      slot.template emplace<cancellation>(*this, id);
-    }
-    catch (...)
-    {
-      jobs_->erase(id);
-      unadmit();
-      throw;
+      try
+      {
+        slot.template emplace<cancellation>(*this, id);
+      }
+      catch (...)
+      {
+        (void)jobs_->find(id)->release(); // still the caller's
+        jobs_->erase(id);
+        throw;
+      }
     }
   }
-  start(job, long_job);
+  catch (...)
+  {
+    if (from_elsewhere)
+    {
+      // Nothing accepted is lost: its handler learns why in this turn.
+      op->state_ = blocking_job::state::no_memory;
+      end_unrecorded(op, long_job);
+      return;
+    }
+    unadmit(long_job);
+    op->destroy();
+    throw;
+  }
+  start(op, long_job);
 }
 
 } // namespace detail

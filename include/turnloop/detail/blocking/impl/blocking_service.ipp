@@ -1,12 +1,17 @@
 //
 // turnloop/detail/blocking/impl/blocking_service.ipp
 //
-// Invariants kept here (loop thread):
-// - jobs_ holds every admitted job until its completion is delivered: its
-//   size is the number of undelivered jobs, and is never above
-//   max_undelivered, the capacity of the result ring.
-// - Each admitted job also holds one of the loop's operations
-//   (core_.operations()) until then.
+// Invariants kept here:
+// - Every admitted job holds a unit of undelivered_ (so there are never more
+//   than max_undelivered, the capacity of the result ring), a place in its
+//   class (the pool's queue_places() or long_places()) until a worker takes
+//   it or its thread ends, and one of the loop's operations
+//   (core_.operations()), from admission until its completion is delivered.
+//   Any thread takes them; what gives them back runs on the loop's thread,
+//   except the places, which the pool gives back.
+// - jobs_ (loop thread) holds every admitted job that has reached the loop
+//   until its completion is delivered; jobs forwarded from other threads
+//   and not yet there hold their credits all the same.
 // - holds_work_ is true exactly while jobs_ is not empty, so run() keeps
 //   running until the last completion is delivered.
 //
@@ -29,7 +34,8 @@ TURNLOOP_DECL blocking_service::blocking_service(
     core_(core_of(loop_)),
     config_(loop_.get_config().blocking),
     pool_(std::make_shared<blocking_pool>(core_, *this, config_)),
-    jobs_(std::in_place, config_.max_undelivered)
+    jobs_(std::in_place, config_.max_undelivered),
+    undelivered_(config_.max_undelivered)
 {
   core_.add_source(*this);
 }
@@ -40,47 +46,79 @@ TURNLOOP_DECL blocking_service::~blocking_service()
 }
 
 TURNLOOP_DECL boost::system::error_code blocking_service::admit(
-    bool long_job) noexcept
+    bool long_job, bool on_loop) noexcept
 {
   // Checked at submission, so a refused job never runs, and an admitted one
-  // always has room in the result ring.
-  std::uint64_t* refusals = nullptr;
-  if (jobs_->size() >= jobs_->ceiling())
-    refusals = &refused_undelivered_;
-  else if (long_job)
+  // always has room in the result ring. Each ceiling counts its own
+  // refusals; what one took is given back when a later one refuses.
+  const boost::system::error_code refused =
+    make_error_code(error::resource_limit);
+  if (!undelivered_.try_acquire())
+    return refused;
+  ceiling& places = long_job ? pool_->long_places() : pool_->queue_places();
+  if (!places.try_acquire())
   {
-    if (pool_->long_threads() >= config_.long_threads_max)
-      refusals = &refused_threads_;
+    undelivered_.release();
+    return refused;
   }
-  else if (pool_->queued() >= config_.queue_capacity)
-    refusals = &refused_queue_;
-  else if (!pool_->start_workers())
-    refusals = &refused_threads_;
-  if (!refusals && !core_.operations().try_acquire())
-    refusals = &refused_operations_;
-
-  if (refusals)
+  // Off the loop's thread, the workers are started when the job reaches it
+  // (see adopt); if none can be, the job is then refused in a turn.
+  if (on_loop && !long_job && !pool_->start_workers())
   {
-    ++*refusals;
-    return make_error_code(error::resource_limit);
+    refused_threads_.fetch_add(1, std::memory_order_relaxed);
+    places.release();
+    undelivered_.release();
+    return refused;
   }
-  ++admitted_;
+  if (!core_.operations().try_acquire())
+  {
+    refused_operations_.fetch_add(1, std::memory_order_relaxed);
+    places.release();
+    undelivered_.release();
+    return refused;
+  }
+  admitted_.fetch_add(1, std::memory_order_relaxed);
   return {};
 }
 
-TURNLOOP_DECL void blocking_service::unadmit() noexcept
+TURNLOOP_DECL void blocking_service::unadmit(bool long_job) noexcept
 {
   core_.operations().release();
-  --admitted_;
+  (long_job ? pool_->long_places() : pool_->queue_places()).release();
+  undelivered_.release();
+  admitted_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 TURNLOOP_DECL slot_id blocking_service::hold(blocking_job* job)
 {
+  // Filled after the slot exists, so a failed emplace leaves the job alone.
   boost::system::error_code ec;
-  const slot_id id = jobs_->emplace(ec, owned_job(job));
+  const slot_id id = jobs_->emplace(ec);
   assert(!ec && "admit() checked the credit");
+  jobs_->find(id)->reset(job);
   job->id_ = id;
   return id;
+}
+
+TURNLOOP_DECL void blocking_service::end_unrecorded(blocking_job* job,
+    bool long_job)
+{
+  // What deliver() gives back, for a job that never got a slot; its place
+  // too, since it never reached the pool.
+  (long_job ? pool_->long_places() : pool_->queue_places()).release();
+  undelivered_.release();
+  core_.operations().release();
+  ++delivered_;
+  job->complete();
+}
+
+TURNLOOP_DECL void blocking_service::abandon(blocking_job* job,
+    bool long_job) noexcept
+{
+  // Once the service is closed its counts no longer matter.
+  if (!closed_)
+    unadmit(long_job);
+  job->destroy();
 }
 
 TURNLOOP_DECL void blocking_service::start(blocking_job* job,
@@ -93,6 +131,14 @@ TURNLOOP_DECL void blocking_service::start(blocking_job* job,
   }
   if (long_job)
     pool_->start_long(job);
+  else if (!pool_->start_workers())
+  {
+    // Only for a job admitted off the loop's thread: the loop's own
+    // submissions found a worker at admission.
+    refused_threads_.fetch_add(1, std::memory_order_relaxed);
+    pool_->queue_places().release();
+    pool_->refuse(job);
+  }
   else if (!delivering_)
     pool_->enqueue(job);
   else
@@ -150,12 +196,13 @@ TURNLOOP_DECL void blocking_service::deliver(blocking_job* job)
   assert(slot && slot->get() == job);
   (void)slot->release();
   jobs_->erase(job->id_);
+  undelivered_.release();
   core_.operations().release();
   ++delivered_;
   if (job->state_ == blocking_job::state::aborted)
     ++aborted_;
-  else if (job->state_ == blocking_job::state::refused)
-    ++refused_threads_;
+  else if (job->state_ == blocking_job::state::refused && job->long_)
+    refused_threads_.fetch_add(1, std::memory_order_relaxed);
 
   struct release_work
   {
@@ -189,6 +236,7 @@ TURNLOOP_DECL void blocking_service::shutdown()
   closed_ = true;
   pool_->close();
   core_.operations().release(jobs_->size());
+  undelivered_.release(jobs_->size());
   jobs_.reset();
   if (holds_work_)
   {
@@ -203,24 +251,24 @@ TURNLOOP_DECL void blocking_service::fill_stats(
 {
   s.threads = pool_->threads();
   s.busy = pool_->busy();
-  s.queued = pool_->queued();
-  s.queued_high_water = pool_->queued_high_water();
-  s.long_threads = pool_->long_threads();
-  s.long_threads_high_water = pool_->long_threads_high_water();
-  if (jobs_)
-  {
-    s.undelivered = jobs_->size();
-    s.undelivered_high_water = jobs_->high_water();
-  }
-  s.admitted = admitted_;
+  const ceiling& queue = pool_->queue_places();
+  const ceiling& long_threads = pool_->long_places();
+  s.queued = queue.in_use();
+  s.queued_high_water = queue.high_water();
+  s.long_threads = long_threads.in_use();
+  s.long_threads_high_water = long_threads.high_water();
+  s.undelivered = undelivered_.in_use();
+  s.undelivered_high_water = undelivered_.high_water();
+  s.admitted = admitted_.load(std::memory_order_relaxed);
   s.delivered = delivered_;
   s.aborted = aborted_;
-  s.refused_undelivered = refused_undelivered_;
-  s.refused_queue = refused_queue_;
-  s.refused_threads = refused_threads_;
-  s.refused_operations = refused_operations_;
-  s.refused = refused_undelivered_ + refused_queue_ + refused_threads_
-    + refused_operations_;
+  s.refused_undelivered = undelivered_.refusals();
+  s.refused_queue = queue.refusals();
+  s.refused_threads = long_threads.refusals()
+    + refused_threads_.load(std::memory_order_relaxed);
+  s.refused_operations = refused_operations_.load(std::memory_order_relaxed);
+  s.refused = s.refused_undelivered + s.refused_queue + s.refused_threads
+    + s.refused_operations;
 }
 
 } // namespace detail

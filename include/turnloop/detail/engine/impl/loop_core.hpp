@@ -88,14 +88,15 @@ std::size_t loop_core::run_until(
   std::size_t n = 0;
   for (;;)
   {
-    // A call can run handlers in the reactor step and still report no
-    // scheduler operation, so stop only when one makes no progress at all.
+    // As io_context's: only the deadline, a stop or the end of work ends
+    // the call, which is when run_one_until returns 0 (it keeps waiting
+    // while it runs only the reactor, even if the reactor step completed
+    // I/O). A turn that ran no handler is not one of them.
     const progress before = progress_now();
-    const std::size_t ran = handlers_since(
-        owner_.io_context::run_one_until(t), before);
-    if (ran == 0)
+    const std::size_t ops = owner_.io_context::run_one_until(t);
+    n += handlers_since(ops, before);
+    if (ops == 0)
       return n;
-    n += ran;
   }
 }
 

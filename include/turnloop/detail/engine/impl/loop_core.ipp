@@ -113,6 +113,7 @@ TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
 {
   if (core.running_in_this_thread())
   {
+    start_ = core.progress_now();
     suspended_visits_ = core.active_visits_;
     core.active_visits_ = 0;
     // The suspended visit's remaining handlers must be reachable by the
@@ -144,7 +145,13 @@ TURNLOOP_DECL loop_core::run_scope::~run_scope()
     core_.owner_thread_.store(nullptr, std::memory_order_release);
   }
   else
+  {
     core_.active_visits_ = suspended_visits_;
+    const progress end = core_.progress_now();
+    core_.nested_.visits += end.visits - start_.visits;
+    core_.nested_.handlers += end.handlers - start_.handlers;
+    core_.nested_.io += end.io - start_.io;
+  }
 }
 
 TURNLOOP_DECL loop_core::transient_owner::transient_owner(
@@ -365,6 +372,8 @@ TURNLOOP_DECL void loop_core::visit()
         local_.push_back(op);
         ++taken;
       }
+      if (local_.size() > local_high_water_)
+        local_high_water_ = local_.size();
       retire_remote(taken);
     }
 
@@ -623,10 +632,11 @@ TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
 {
   // The scheduler counts a visit as one operation and does not see I/O
   // completed in the reactor step; report handlers instead.
-  const std::uint64_t visits = visits_ - before.visits;
+  const progress now = progress_now();
+  const std::uint64_t visits = now.visits - before.visits;
   const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
-  return static_cast<std::size_t>(others + (handlers_run_ - before.handlers)
-      + (io_completions_ - before.io));
+  return static_cast<std::size_t>(others + (now.handlers - before.handlers)
+      + (now.io - before.io));
 }
 
 TURNLOOP_DECL std::size_t loop_core::run()

@@ -1,0 +1,327 @@
+//
+// test/allocation_failure.cpp
+//
+// An allocation that fails inside one of turnloop's services ends the
+// affected operation with boost::asio::error::no_memory and never drops an
+// operation it accepted: the exception does not escape run(), the handler
+// is called, and once memory is back the service works again. Allocations
+// fail on demand: through the global operator new (test/counting_allocator.hpp)
+// or through a handler's associated allocator.
+//
+
+#include <turnloop/read_pooled.hpp>
+
+#define BOOST_TEST_MODULE allocation_failure
+#include <boost/test/unit_test.hpp>
+
+#include <turnloop/accept.hpp>
+#include <turnloop/blocking.hpp>
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/loop.hpp>
+#include <turnloop/detail/pool/buffer_waiter.hpp>
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/connect_pair.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "counting_allocator.hpp"
+#include "support.hpp"
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using asio::local::stream_protocol;
+using namespace std::chrono_literals;
+
+namespace {
+
+// An allocator that throws std::bad_alloc while *armed.
+template <typename T>
+struct arming_allocator
+{
+  using value_type = T;
+
+  explicit arming_allocator(std::atomic<bool>* a) noexcept
+    : armed(a)
+  {
+  }
+
+  template <typename U>
+  arming_allocator(const arming_allocator<U>& other) noexcept
+    : armed(other.armed)
+  {
+  }
+
+  T* allocate(std::size_t n)
+  {
+    if (armed->load())
+      throw std::bad_alloc();
+    return std::allocator<T>().allocate(n);
+  }
+
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    std::allocator<T>().deallocate(p, n);
+  }
+
+  template <typename U>
+  bool operator==(const arming_allocator<U>& other) const noexcept
+  {
+    return armed == other.armed;
+  }
+
+  template <typename U>
+  bool operator!=(const arming_allocator<U>& other) const noexcept
+  {
+    return armed != other.armed;
+  }
+
+  std::atomic<bool>* armed;
+};
+
+// An unusual size, so that failing requests of at least this many bytes
+// fails the pool's buffers and nothing else.
+constexpr std::size_t buffer_size = 200000;
+
+turnloop::config pool_config(std::size_t buffers)
+{
+  turnloop::config cfg;
+  cfg.pooled_buffers = buffers;
+  cfg.pooled_buffer_size = buffer_size;
+  return cfg;
+}
+
+struct outcome
+{
+  int calls = 0;
+  error_code ec;
+  std::string text;
+};
+
+auto record(outcome& o)
+{
+  return [&o](error_code ec, turnloop::buffer_lease lease) {
+    ++o.calls;
+    o.ec = ec;
+    o.text.assign(static_cast<const char*>(lease.data().data()),
+        lease.data().size());
+  };
+}
+
+struct fail_buffers
+{
+  fail_buffers()
+  {
+    test::fail_from_bytes = buffer_size;
+  }
+
+  ~fail_buffers()
+  {
+    test::fail_from_bytes = 0;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_failing_allocator_fails_on_demand)
+{
+  // ::operator new itself, as the pool mints buffers: under the sanitizers
+  // new[] is theirs, not the replacement's.
+  auto allocate = [](std::size_t n) { ::operator delete(::operator new(n)); };
+  {
+    fail_buffers failing;
+    BOOST_CHECK_THROW(allocate(buffer_size), std::bad_alloc);
+    BOOST_CHECK_NO_THROW(allocate(16));
+  }
+  BOOST_CHECK_NO_THROW(allocate(buffer_size));
+  BOOST_CHECK_THROW((test::fail_next_on_this_thread = 1, allocate(16)),
+      std::bad_alloc);
+  BOOST_CHECK_NO_THROW(allocate(16));
+}
+
+BOOST_AUTO_TEST_CASE(a_pooled_read_whose_buffer_cannot_be_minted_ends_with_no_memory)
+{
+  turnloop::loop l(pool_config(2));
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+  asio::write(a, asio::buffer(std::string("hello")));
+
+  outcome first;
+  turnloop::async_read_pooled(b, record(first));
+  {
+    fail_buffers failing;
+    BOOST_CHECK_NO_THROW(l.run());
+  }
+  BOOST_TEST(first.calls == 1);
+  BOOST_TEST((first.ec == asio::error::no_memory));
+
+  // Memory is back: the data waited in the socket, and the next read gets it.
+  outcome second;
+  l.restart();
+  turnloop::async_read_pooled(b, record(second));
+  l.run();
+  BOOST_TEST(second.calls == 1);
+  BOOST_TEST(!second.ec);
+  BOOST_TEST(second.text == "hello");
+}
+
+BOOST_AUTO_TEST_CASE(a_pooled_read_whose_wait_for_a_buffer_cannot_be_recorded_ends_with_no_memory)
+{
+  turnloop::loop l(pool_config(1));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  std::optional<turnloop::buffer_lease> held(pool.try_lease());
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+
+  std::atomic<bool> armed{false};
+  outcome o;
+  turnloop::async_read_pooled(b, asio::bind_allocator(
+        arming_allocator<void>(&armed), record(o)));
+  l.poll(); // the read now waits for input, its wait allocated
+  armed = true;
+  asio::write(a, asio::buffer(std::string("hello")));
+  BOOST_CHECK_NO_THROW(l.run());
+  armed = false;
+  BOOST_TEST(o.calls == 1);
+  BOOST_TEST((o.ec == asio::error::no_memory));
+  BOOST_TEST(pool.stats().waiting == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_async_lease_from_another_thread_whose_buffer_cannot_be_minted_ends_with_no_memory,
+    * test::threads_label())
+{
+  turnloop::loop l(pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  outcome o;
+  std::thread([&] { pool.async_lease(record(o)); }).join();
+  {
+    fail_buffers failing;
+    BOOST_CHECK_NO_THROW(l.run());
+  }
+  BOOST_TEST(o.calls == 1);
+  BOOST_TEST((o.ec == asio::error::no_memory));
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+
+  outcome again;
+  l.restart();
+  pool.async_lease(record(again));
+  l.run();
+  BOOST_TEST(again.calls == 1);
+  BOOST_TEST(!again.ec);
+}
+
+BOOST_AUTO_TEST_CASE(a_blocking_job_from_another_thread_that_cannot_be_recorded_ends_with_no_memory,
+    * test::threads_label())
+{
+  turnloop::loop l;
+  int calls = 0;
+  error_code got;
+  int value = -1;
+  auto handler = [&](error_code ec, std::exception_ptr, int v) {
+    ++calls;
+    got = ec;
+    value = v;
+  };
+  std::thread([&] {
+    // Posted first, so it runs just before the job reaches the loop: the
+    // loop's next allocation, the job's record, fails.
+    asio::post(l, [] { test::fail_next_on_this_thread = 1; });
+    turnloop::async_blocking(l, [] { return 7; }, handler);
+  }).join();
+  BOOST_CHECK_NO_THROW(l.run());
+  test::fail_next_on_this_thread = 0;
+  BOOST_TEST(calls == 1);
+  BOOST_TEST((got == asio::error::no_memory));
+  const turnloop::blocking_stats s = turnloop::blocking_statistics(l);
+  BOOST_TEST(s.undelivered == 0u);
+  BOOST_TEST(s.queued == 0u);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+
+  l.restart();
+  turnloop::async_blocking(l, [] { return 7; }, handler);
+  l.run();
+  BOOST_TEST(calls == 2);
+  BOOST_TEST(!got);
+  BOOST_TEST(value == 7);
+}
+
+namespace {
+
+// In a child process (it lowers RLIMIT_NOFILE): an accept that runs out of
+// descriptors backs off, and parking it fails for lack of memory. Returns 0
+// if it ended with no_memory, a code naming the check that failed otherwise.
+int accept_that_cannot_park()
+{
+  using asio::ip::tcp;
+  turnloop::loop l;
+  tcp::acceptor acceptor(l, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket c(l);
+  c.open(tcp::v4()); // connects once descriptors have run out
+
+  std::atomic<bool> armed{false};
+  int calls = 0;
+  error_code got;
+  turnloop::async_accept(acceptor, asio::bind_allocator(
+        arming_allocator<void>(&armed), [&](error_code ec, auto) {
+          ++calls;
+          got = ec;
+        }));
+
+  const int lowest = ::open("/dev/null", O_RDONLY);
+  if (lowest < 0)
+    return 9;
+  ::close(lowest);
+  rlimit saved{};
+  ::getrlimit(RLIMIT_NOFILE, &saved);
+  rlimit lowered = saved;
+  lowered.rlim_cur = static_cast<rlim_t>(lowest);
+  if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0)
+    return 10;
+  armed = true;
+  error_code connected;
+  c.connect(acceptor.local_endpoint(), connected);
+  if (connected)
+    return 14;
+  try
+  {
+    l.run_for(2s);
+  }
+  catch (const std::bad_alloc&)
+  {
+    return 11; // escaped run(): the accept's handler was dropped
+  }
+  armed = false;
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  if (calls != 1)
+    return 12;
+  if (got != asio::error::no_memory)
+    return 13;
+  return 0;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_parked_for_lack_of_memory_ends_with_no_memory)
+{
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0)
+    ::_exit(accept_that_cannot_park());
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_REQUIRE(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+}
