@@ -71,10 +71,11 @@ public:
   /// Builds default_size() loops from @p cfg.
   TURNLOOP_DECL explicit loop_group(const config& cfg);
 
-  /// Stops the group, waits for its threads, then destroys the loops (last
-  /// first), each destroying its queued handlers, pending operations and
-  /// suspended coroutines without running them. Do not call from one of the
-  /// group's loops.
+  /// Stops the group, waits for its threads, then destroys the loops'
+  /// queued handlers, pending operations and suspended coroutines without
+  /// running them, on every loop before it destroys any loop, so that work
+  /// on one loop may own I/O objects and executors of another. Do not call
+  /// from one of the group's loops.
   TURNLOOP_DECL ~loop_group();
 
   loop_group(const loop_group&) = delete;

@@ -7,6 +7,7 @@
 
 #include <turnloop/loop_group.hpp>
 #include <turnloop/detail/group/add_stats.hpp>
+#include <turnloop/detail/group/teardown.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
@@ -43,8 +44,7 @@ TURNLOOP_DECL loop_group::~loop_group()
 {
   threads_.stop();
   threads_.join_quietly();
-  while (!loops_.empty())
-    loops_.pop_back();
+  detail::destroy_together(loops_);
 }
 
 TURNLOOP_DECL turnloop::loop& loop_group::loop(std::size_t index)
