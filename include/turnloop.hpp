@@ -21,6 +21,7 @@
 #include <turnloop/loop_group.hpp>
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/read_pooled.hpp>
+#include <turnloop/sharded_acceptor.hpp>
 #include <turnloop/switch_to.hpp>
 
 #endif // TURNLOOP_HPP
