@@ -72,6 +72,20 @@ asio::awaitable<void> serve(turnloop::loop& l, tcp::acceptor& acceptor,
   }
 }
 
+// Starts serve() on every loop of @p g, on its own acceptor.
+std::vector<std::unique_ptr<shard>> serve_on_every_loop(turnloop::loop_group& g,
+    turnloop::sharded_acceptor<>& a)
+{
+  std::vector<std::unique_ptr<shard>> shards;
+  for (std::size_t i = 0; i < g.size(); ++i)
+  {
+    shards.push_back(std::make_unique<shard>());
+    asio::co_spawn(g.loop(i), serve(g.loop(i), a.acceptor(i), *shards[i]),
+        asio::detached);
+  }
+  return shards;
+}
+
 // Blocking clients, each connected once.
 std::vector<tcp::socket> connect_clients(asio::io_context& ctx,
     const tcp::endpoint& to, int n)
@@ -134,13 +148,7 @@ BOOST_AUTO_TEST_CASE(connections_spread_over_every_loop_and_stay_on_it, * thread
 {
   turnloop::loop_group g(2);
   turnloop::sharded_acceptor<> a(g, loopback());
-  std::vector<std::unique_ptr<shard>> shards;
-  for (std::size_t i = 0; i < 2; ++i)
-  {
-    shards.push_back(std::make_unique<shard>());
-    asio::co_spawn(g.loop(i), serve(g.loop(i), a.acceptor(i), *shards[i]),
-        asio::detached);
-  }
+  auto shards = serve_on_every_loop(g, a);
   g.start();
   asio::io_context ctx;
   auto clients = connect_clients(ctx, a.local_endpoint(), 64);
@@ -164,13 +172,7 @@ BOOST_AUTO_TEST_CASE(max_handles_caps_each_loop_and_the_clients_over_it_wait_unr
   cfg.max_handles = 3;
   turnloop::loop_group g(2, cfg);
   turnloop::sharded_acceptor<> a(g, loopback());
-  std::vector<std::unique_ptr<shard>> shards;
-  for (std::size_t i = 0; i < 2; ++i)
-  {
-    shards.push_back(std::make_unique<shard>());
-    asio::co_spawn(g.loop(i), serve(g.loop(i), a.acceptor(i), *shards[i]),
-        asio::detached);
-  }
+  auto shards = serve_on_every_loop(g, a);
   g.start();
   asio::io_context ctx;
   auto clients = connect_clients(ctx, a.local_endpoint(), 26);
