@@ -15,9 +15,13 @@
 #include <turnloop/buffer_pool_stats.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
+#include <turnloop/group_stats.hpp>
 #include <turnloop/handle_stats.hpp>
 #include <turnloop/loop.hpp>
+#include <turnloop/loop_group.hpp>
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/read_pooled.hpp>
+#include <turnloop/sharded_acceptor.hpp>
+#include <turnloop/switch_to.hpp>
 
 #endif // TURNLOOP_HPP

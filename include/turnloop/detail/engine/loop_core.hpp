@@ -161,7 +161,7 @@ public:
   /// Destruction, in the order ~loop needs: begin_shutdown before the
   /// services shut down, drain after, services_destroyed after destroy().
   TURNLOOP_DECL void begin_shutdown() noexcept;
-  TURNLOOP_DECL void drain() noexcept;
+  TURNLOOP_DECL bool drain() noexcept; // true if it destroyed anything
   TURNLOOP_DECL void services_destroyed() noexcept;
 
 private:

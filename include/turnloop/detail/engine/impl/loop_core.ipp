@@ -728,15 +728,25 @@ TURNLOOP_DECL void loop_core::begin_shutdown() noexcept
   stage_.store(stage::shutting_down, std::memory_order_release);
 }
 
-TURNLOOP_DECL void loop_core::drain() noexcept
+TURNLOOP_DECL bool loop_core::drain() noexcept
 {
   // Destroying a handler can release more (a coroutine frame destroys the
   // frames it awaited), but nothing is queued after begin_shutdown(), so one
-  // pass over each queue empties it.
+  // pass over each queue empties it. (A loop_group drains its loops again
+  // while any pass destroyed something: a handler on one loop can post to
+  // another.)
+  bool destroyed = false;
   while (operation* op = local_.pop_front())
+  {
     op->destroy(&node_cache_);
+    destroyed = true;
+  }
   while (operation* op = remote_.pop())
+  {
     op->destroy(&node_cache_);
+    destroyed = true;
+  }
+  return destroyed;
 }
 
 TURNLOOP_DECL void loop_core::services_destroyed() noexcept

@@ -1,0 +1,430 @@
+//
+// bench/group_http.cpp
+//
+// HTTP/1.1 keep-alive requests per second, and per CPU-second of the server,
+// for a server on T threads (1 or 2) built three ways:
+//
+//   io_context        one io_context, run() from T threads, one acceptor
+//   io_context_each   one io_context(1) per thread, SO_REUSEPORT acceptors
+//                     (the hand-made "context per core")
+//   loop_group        turnloop::loop_group(T) with turnloop::sharded_acceptor
+//
+// The server is a child process (so its CPU time is its own, read from
+// /proc/<pid>/stat over the measured window); the load generator is this
+// process: C keep-alive connections on two threads, each connection sending
+// one request and waiting for its response, over and over. Every side runs
+// the same session code; only the context differs. bench/group_http.py runs
+// the sides interleaved and reports medians and ratios.
+//
+//   group_http --side <side> --threads T --connections C [--ms M]
+//
+// Prints one JSON object. Exit status 0 measured, 1 the run failed its
+// checks (a response missing or malformed), 2 bad command line.
+//
+
+#include <turnloop/loop_group.hpp>
+#include <turnloop/sharded_acceptor.hpp>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/read.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <csignal>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr std::string_view request =
+  "GET / HTTP/1.1\r\nHost: bench\r\nUser-Agent: group_http\r\n\r\n";
+constexpr std::string_view response =
+  "HTTP/1.1 200 OK\r\nServer: bench\r\nContent-Type: text/plain\r\n"
+  "Content-Length: 13\r\n\r\nHello, world!";
+
+// --- the server: the same session on every side -----------------------------
+
+// Reads requests, counts the complete ones (ended by an empty line) and
+// writes one response for each.
+template <typename Socket>
+class session : public std::enable_shared_from_this<session<Socket>>
+{
+public:
+  explicit session(Socket s) : socket_(std::move(s)) {}
+
+  void start()
+  {
+    read();
+  }
+
+private:
+  void read()
+  {
+    socket_.async_read_some(asio::buffer(in_),
+        [self = this->shared_from_this()](boost::system::error_code ec,
+            std::size_t n) { self->on_read(ec, n); });
+  }
+
+  void on_read(boost::system::error_code ec, std::size_t n)
+  {
+    if (ec)
+      return;
+    std::size_t complete = 0;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+      // Matches "\r\n\r\n" across reads.
+      const char c = in_[i];
+      const char want = "\r\n\r\n"[matched_];
+      matched_ = (c == want) ? matched_ + 1 : (c == '\r' ? 1 : 0);
+      if (matched_ == 4)
+      {
+        ++complete;
+        matched_ = 0;
+      }
+    }
+    if (complete == 0)
+      return read();
+    out_.clear();
+    for (std::size_t k = 0; k < complete; ++k)
+      out_.append(response);
+    asio::async_write(socket_, asio::buffer(out_),
+        [self = this->shared_from_this()](boost::system::error_code ec,
+            std::size_t) {
+          if (!ec)
+            self->read();
+        });
+  }
+
+  Socket socket_;
+  std::array<char, 4096> in_;
+  std::string out_;
+  int matched_ = 0;
+};
+
+template <typename Acceptor>
+void accept_on(Acceptor& acceptor)
+{
+  acceptor.async_accept([&acceptor](boost::system::error_code ec,
+      typename Acceptor::protocol_type::socket s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+    {
+      s.set_option(tcp::no_delay(true));
+      std::make_shared<session<decltype(s)>>(std::move(s))->start();
+    }
+    accept_on(acceptor);
+  });
+}
+
+// The listening sockets are made by the parent (so it knows the port before
+// the child runs) and handed to the child by descriptor.
+void serve(const std::string& side, std::size_t threads,
+    const std::vector<int>& listeners, int ready_fd)
+{
+  auto signal_ready = [&] {
+    char c = 1;
+    (void)!::write(ready_fd, &c, 1);
+  };
+  if (side == "io_context")
+  {
+    asio::io_context ctx(static_cast<int>(threads));
+    tcp::acceptor a(ctx);
+    a.assign(tcp::v4(), listeners[0]);
+    accept_on(a);
+    asio::signal_set stop(ctx, SIGTERM);
+    stop.async_wait([&](auto, int) { ctx.stop(); });
+    std::vector<std::thread> others;
+    for (std::size_t i = 1; i < threads; ++i)
+      others.emplace_back([&] { ctx.run(); });
+    signal_ready();
+    ctx.run();
+    for (auto& t : others)
+      t.join();
+  }
+  else if (side == "io_context_each")
+  {
+    std::vector<std::unique_ptr<asio::io_context>> ctxs;
+    std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+    for (std::size_t i = 0; i < threads; ++i)
+    {
+      ctxs.push_back(std::make_unique<asio::io_context>(1));
+      acceptors.push_back(std::make_unique<tcp::acceptor>(*ctxs[i]));
+      acceptors[i]->assign(tcp::v4(), listeners[i]);
+      accept_on(*acceptors[i]);
+    }
+    asio::signal_set stop(*ctxs[0], SIGTERM);
+    stop.async_wait([&](auto, int) {
+      for (auto& c : ctxs)
+        c->stop();
+    });
+    std::vector<std::thread> others;
+    for (std::size_t i = 1; i < threads; ++i)
+      others.emplace_back([&, i] { ctxs[i]->run(); });
+    signal_ready();
+    ctxs[0]->run();
+    for (auto& t : others)
+      t.join();
+  }
+  else
+  {
+    turnloop::loop_group group(threads);
+    std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
+    for (std::size_t i = 0; i < threads; ++i)
+    {
+      acceptors.push_back(std::make_unique<tcp::acceptor>(group.loop(i)));
+      acceptors[i]->assign(tcp::v4(), listeners[i]);
+      accept_on(*acceptors[i]);
+    }
+    asio::signal_set stop(group.loop(0), SIGTERM);
+    stop.async_wait([&](auto, int) { group.stop(); });
+    signal_ready();
+    group.run();
+  }
+}
+
+// --- the load generator ------------------------------------------------------
+
+struct client
+{
+  client(asio::io_context& ctx, std::atomic<bool>& r)
+    : socket(ctx), running(&r)
+  {
+  }
+
+  tcp::socket socket;
+  std::array<char, 1024> in;
+  std::size_t got = 0;
+  std::atomic<bool>* running;
+  std::atomic<std::uint64_t> done{0}; // written by its generator thread only
+  bool bad = false;
+
+  void send()
+  {
+    asio::async_write(socket, asio::buffer(request),
+        [this](boost::system::error_code ec, std::size_t) {
+          if (ec)
+          {
+            bad = true;
+            return;
+          }
+          got = 0;
+          receive();
+        });
+  }
+
+  void receive()
+  {
+    socket.async_read_some(asio::buffer(in.data() + got, in.size() - got),
+        [this](boost::system::error_code ec, std::size_t n) {
+          if (ec)
+          {
+            bad = true;
+            return;
+          }
+          got += n;
+          if (got < response.size())
+            return receive();
+          if (got != response.size()
+              || std::string_view(in.data(), got) != response)
+          {
+            bad = true;
+            return;
+          }
+          done.store(done.load(std::memory_order_relaxed) + 1,
+              std::memory_order_relaxed);
+          if (running->load(std::memory_order_relaxed))
+            send();
+        });
+  }
+};
+
+// utime + stime of @p pid, in seconds.
+double cpu_seconds(pid_t pid)
+{
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  // Fields after the command name, which is in parentheses.
+  std::istringstream rest(line.substr(line.rfind(')') + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i)
+  {
+    if (i == 14)
+      utime = std::stoull(field);
+    if (i == 15)
+      stime = std::stoull(field);
+  }
+  return double(utime + stime) / double(::sysconf(_SC_CLK_TCK));
+}
+
+int listener(unsigned short port, bool reuse_port)
+{
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (reuse_port)
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0
+      || ::listen(fd, 4096) != 0)
+  {
+    std::perror("bind/listen");
+    std::exit(1);
+  }
+  return fd;
+}
+
+unsigned short port_of(int fd)
+{
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  std::string side;
+  std::size_t threads = 2, connections = 64, ms = 2000;
+  for (int i = 1; i + 1 < argc; i += 2)
+  {
+    const std::string key = argv[i];
+    const std::string value = argv[i + 1];
+    if (key == "--side")
+      side = value;
+    else if (key == "--threads")
+      threads = std::stoul(value);
+    else if (key == "--connections")
+      connections = std::stoul(value);
+    else if (key == "--ms")
+      ms = std::stoul(value);
+    else
+      side.clear();
+  }
+  if ((side != "io_context" && side != "io_context_each"
+        && side != "loop_group") || threads == 0 || connections == 0)
+  {
+    std::cerr << "usage: group_http --side io_context|io_context_each|"
+                 "loop_group --threads T --connections C [--ms M]\n";
+    return 2;
+  }
+
+  std::vector<int> listeners;
+  const std::size_t count = side == "io_context" ? 1 : threads;
+  listeners.push_back(listener(0, count > 1));
+  for (std::size_t i = 1; i < count; ++i)
+    listeners.push_back(listener(port_of(listeners[0]), true));
+  const unsigned short port = port_of(listeners[0]);
+
+  int ready[2];
+  if (::pipe(ready) != 0)
+    return 1;
+  const pid_t child = ::fork();
+  if (child == 0)
+  {
+    // The parent sends SIGTERM only after `ready`, when the server's
+    // signal_set is waiting for it.
+    ::close(ready[0]);
+    serve(side, threads, listeners, ready[1]);
+    std::_Exit(0);
+  }
+  for (int fd : listeners)
+    ::close(fd);
+  ::close(ready[1]);
+  char c;
+  if (::read(ready[0], &c, 1) != 1)
+    return 1;
+
+  // Two generator threads, each with its own io_context and half the
+  // connections.
+  std::atomic<bool> running{true};
+  std::vector<std::unique_ptr<asio::io_context>> ctxs;
+  std::vector<std::unique_ptr<client>> clients;
+  const tcp::endpoint to(asio::ip::address_v4::loopback(), port);
+  for (int g = 0; g < 2; ++g)
+    ctxs.push_back(std::make_unique<asio::io_context>(1));
+  for (std::size_t k = 0; k < connections; ++k)
+  {
+    auto& ctx = *ctxs[k % 2];
+    clients.push_back(std::make_unique<client>(ctx, running));
+    clients.back()->socket.connect(to);
+    clients.back()->socket.set_option(tcp::no_delay(true));
+  }
+  for (auto& cl : clients)
+    cl->send();
+  std::vector<std::thread> generators;
+  for (auto& ctx : ctxs)
+    generators.emplace_back([&ctx] { ctx->run(); });
+
+  // Warm up, then measure a window.
+  const auto warm = std::chrono::milliseconds(ms / 4);
+  std::this_thread::sleep_for(warm);
+  auto total = [&] {
+    std::uint64_t n = 0;
+    for (auto& cl : clients)
+      n += cl->done.load(std::memory_order_relaxed);
+    return n;
+  };
+  const std::uint64_t before = total();
+  const double cpu_before = cpu_seconds(child);
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  const std::uint64_t after = total();
+  const double cpu_after = cpu_seconds(child);
+  const double seconds = std::chrono::duration<double>(
+      std::chrono::steady_clock::now() - start).count();
+
+  running = false;
+  for (auto& t : generators)
+    t.join();
+  ::kill(child, SIGTERM);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+
+  bool bad = false;
+  std::size_t idle = 0;
+  for (auto& cl : clients)
+  {
+    bad = bad || cl->bad;
+    idle += cl->done.load() == 0;
+  }
+  const double requests = double(after - before);
+  const double cpu = cpu_after - cpu_before;
+  std::printf("{\"side\": \"%s\", \"threads\": %zu, \"connections\": %zu, "
+      "\"requests_per_s\": %.1f, \"server_cpu_s\": %.3f, "
+      "\"requests_per_cpu_s\": %.1f, \"window_s\": %.3f, "
+      "\"connections_never_served\": %zu, \"server_exit\": %d}\n",
+      side.c_str(), threads, connections, requests / seconds, cpu,
+      cpu > 0 ? requests / cpu : 0.0, seconds, idle,
+      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return (bad || idle != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    ? 1 : 0;
+}

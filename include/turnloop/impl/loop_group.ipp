@@ -1,0 +1,109 @@
+//
+// turnloop/impl/loop_group.ipp
+//
+
+#ifndef TURNLOOP_IMPL_LOOP_GROUP_IPP
+#define TURNLOOP_IMPL_LOOP_GROUP_IPP
+
+#include <turnloop/loop_group.hpp>
+#include <turnloop/detail/group/add_stats.hpp>
+#include <turnloop/detail/group/teardown.hpp>
+
+#include <boost/asio/error.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <string>
+#include <thread>
+
+namespace turnloop {
+
+TURNLOOP_DECL std::size_t loop_group::default_size() noexcept
+{
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+TURNLOOP_DECL loop_group::loop_group(std::size_t size, const config& cfg)
+{
+  if (size == 0 || size > max_size)
+    throw boost::system::system_error(make_error_code(error::invalid_config),
+        "turnloop::loop_group: size must be 1 .. " + std::to_string(max_size)
+          + ", not " + std::to_string(size));
+  cfg.validate();
+  loops_.reserve(size);
+  for (std::size_t i = 0; i < size; ++i)
+    loops_.push_back(std::make_unique<turnloop::loop>(cfg));
+}
+
+TURNLOOP_DECL loop_group::loop_group(const config& cfg)
+  : loop_group(default_size(), cfg)
+{
+}
+
+TURNLOOP_DECL loop_group::~loop_group()
+{
+  threads_.stop();
+  threads_.join_quietly();
+  detail::destroy_together(loops_);
+}
+
+TURNLOOP_DECL turnloop::loop& loop_group::loop(std::size_t index)
+{
+  if (index >= loops_.size())
+    throw boost::system::system_error(
+        make_error_code(boost::asio::error::invalid_argument),
+        "turnloop::loop_group::loop: index " + std::to_string(index)
+          + " is out of range (size " + std::to_string(loops_.size()) + ")");
+  return *loops_[index];
+}
+
+TURNLOOP_DECL loop_group::executor_type loop_group::next_executor() noexcept
+{
+  const std::size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+  return loops_[i % loops_.size()]->get_executor();
+}
+
+TURNLOOP_DECL loop_group::count_type loop_group::run()
+{
+  threads_.start();
+  return threads_.join();
+}
+
+TURNLOOP_DECL void loop_group::start()
+{
+  threads_.start();
+}
+
+TURNLOOP_DECL loop_group::count_type loop_group::join()
+{
+  return threads_.join();
+}
+
+TURNLOOP_DECL void loop_group::stop()
+{
+  threads_.stop();
+}
+
+TURNLOOP_DECL bool loop_group::stopped() const
+{
+  return threads_.stopped();
+}
+
+TURNLOOP_DECL void loop_group::restart()
+{
+  threads_.restart();
+}
+
+TURNLOOP_DECL group_stats loop_group::stats()
+{
+  group_stats s;
+  s.loops.resize(loops_.size());
+  threads_.on_each_loop([&](std::size_t i) { s.loops[i] = loops_[i]->stats(); });
+  for (const loop_stats& each : s.loops)
+    detail::add_stats(s.total, each);
+  return s;
+}
+
+} // namespace turnloop
+
+#endif // TURNLOOP_IMPL_LOOP_GROUP_IPP
