@@ -166,6 +166,56 @@ BOOST_AUTO_TEST_CASE(a_pinned_setting_given_its_pinned_value_is_accepted)
       "scheduler.task_usec=-1") == "");
 }
 
+namespace {
+
+// A service a program's maker makes, as in Asio's own io_context test.
+class program_service : public asio::execution_context::service
+{
+public:
+  static asio::execution_context::id id;
+
+  explicit program_service(asio::execution_context& ctx, int value = 0)
+    : service(ctx),
+      value_(value)
+  {
+  }
+
+  int value() const noexcept
+  {
+    return value_;
+  }
+
+private:
+  void shutdown() override
+  {
+  }
+
+  int value_;
+};
+
+asio::execution_context::id program_service::id;
+
+struct program_service_maker : asio::execution_context::service_maker
+{
+  void make(asio::execution_context& ctx) const override
+  {
+    asio::make_service<program_service>(ctx, 42);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_service_maker_that_makes_no_configuration_makes_its_services_in_the_loop,
+    * test::threads_label())
+{
+  turnloop::loop l{program_service_maker{}};
+  BOOST_TEST(asio::has_service<program_service>(l));
+  BOOST_TEST(asio::use_service<program_service>(l).value() == 42);
+  BOOST_TEST(setting(l, "scheduler", "concurrency_hint") == 1);
+  BOOST_TEST(setting(l, "scheduler", "locking") == 1);
+  check_loop_runs(l);
+}
+
 BOOST_AUTO_TEST_CASE(a_loop_from_a_service_maker_still_checks_its_own_config)
 {
   turnloop::config cfg;

@@ -88,9 +88,12 @@ public:
   /// is 1 whatever is given (a loop is run by one thread); scheduler.locking,
   /// reactor.registration_locking and reactor.io_locking are 1, every
   /// *_spin_count is 0, scheduler.task_usec and scheduler.wait_usec are -1.
-  /// @p initial_services is run against a private context from which the
-  /// loop reads its configuration: use it for configuration, and make other
-  /// services on the loop once it is built.
+  /// @p initial_services is first run against a private context. If it
+  /// makes a configuration (config_from_string, config_from_env, ...), the
+  /// loop reads the program's settings from there, and other services that
+  /// maker makes stay there: make those on the loop once it is built. If it
+  /// makes none, it is run again on the loop, whose services they then are,
+  /// as with io_context.
   /// @throws boost::system::system_error with turnloop::error::invalid_config
   /// naming the Asio setting, if @p initial_services gives a pinned setting
   /// another value (or naming the field, if @p cfg is out of range).
@@ -195,11 +198,14 @@ private:
 #if BOOST_ASIO_VERSION >= 103400
   using user_asio_config_ptr = std::unique_ptr<detail::user_asio_config>;
 
-  TURNLOOP_DECL loop(user_asio_config_ptr user, const config& cfg);
+  TURNLOOP_DECL loop(user_asio_config_ptr user,
+      const boost::asio::execution_context::service_maker* initial_services,
+      const config& cfg);
 
 # if BOOST_ASIO_VERSION >= 103600
   template <typename Allocator>
   loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
+      const boost::asio::execution_context::service_maker* initial_services,
       const config& cfg);
 # endif // BOOST_ASIO_VERSION >= 103600
 

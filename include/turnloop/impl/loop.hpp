@@ -16,7 +16,7 @@ namespace turnloop {
 
 template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a, const config& cfg)
-  : loop(std::allocator_arg, a, user_asio_config_ptr(), cfg)
+  : loop(std::allocator_arg, a, user_asio_config_ptr(), nullptr, cfg)
 {
 }
 
@@ -25,15 +25,17 @@ loop::loop(std::allocator_arg_t, const Allocator& a,
     const boost::asio::execution_context::service_maker& initial_services,
     const config& cfg)
   : loop(std::allocator_arg, a,
-      std::make_unique<detail::user_asio_config>(initial_services), cfg)
+      std::make_unique<detail::user_asio_config>(initial_services),
+      &initial_services, cfg)
 {
 }
 
 template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
+    const boost::asio::execution_context::service_maker* initial_services,
     const config& cfg)
   : boost::asio::io_context(std::allocator_arg, a,
-      detail::pinned_asio_config_maker(user.get())),
+      detail::pinned_asio_config_maker(user.get(), initial_services)),
     user_asio_config_(std::move(user)),
     core_(*this, cfg)
 {

@@ -34,7 +34,7 @@ TURNLOOP_DECL loop::loop(int)
 // reader turns the hint "1" into 0 (doc/design.md, "Asio versions").
 #if BOOST_ASIO_VERSION >= 103400
 TURNLOOP_DECL loop::loop(const config& cfg)
-  : loop(user_asio_config_ptr(), cfg)
+  : loop(user_asio_config_ptr(), nullptr, cfg)
 {
 }
 #else // BOOST_ASIO_VERSION >= 103400
@@ -51,12 +51,16 @@ TURNLOOP_DECL loop::loop(const config& cfg)
 TURNLOOP_DECL loop::loop(
     const boost::asio::execution_context::service_maker& initial_services,
     const config& cfg)
-  : loop(std::make_unique<detail::user_asio_config>(initial_services), cfg)
+  : loop(std::make_unique<detail::user_asio_config>(initial_services),
+      &initial_services, cfg)
 {
 }
 
-TURNLOOP_DECL loop::loop(user_asio_config_ptr user, const config& cfg)
-  : boost::asio::io_context(detail::pinned_asio_config_maker(user.get())),
+TURNLOOP_DECL loop::loop(user_asio_config_ptr user,
+    const boost::asio::execution_context::service_maker* initial_services,
+    const config& cfg)
+  : boost::asio::io_context(
+      detail::pinned_asio_config_maker(user.get(), initial_services)),
     user_asio_config_(std::move(user)),
     core_(*this, cfg)
 {

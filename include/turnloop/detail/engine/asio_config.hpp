@@ -26,12 +26,16 @@
 namespace turnloop {
 namespace detail {
 
-/// A program's Asio configuration: its service_maker, run against a private
-/// context whose config_service the loop's configuration reads from.
+/// What a program's service_maker brings to a loop. It is run once against a
+/// private context, to see whether it makes a configuration: if it does, the
+/// loop reads the program's settings from there (other services that maker
+/// makes stay there); if it does not, it is run again on the loop itself, so
+/// its services are the loop's, as with io_context.
 class user_asio_config
 {
 public:
-  /// Runs @p initial_services and checks the settings a loop pins.
+  /// Runs @p initial_services against a private context and checks the
+  /// settings a loop pins.
   /// @throws boost::system::system_error with turnloop::error::invalid_config,
   /// naming the first pinned setting given a value a loop cannot run with.
   TURNLOOP_DECL explicit user_asio_config(
@@ -40,16 +44,23 @@ public:
   user_asio_config(const user_asio_config&) = delete;
   user_asio_config& operator=(const user_asio_config&) = delete;
 
+  /// True if the program's maker made a config_service.
+  bool has_settings() const noexcept
+  {
+    return service_ != nullptr;
+  }
+
   /// The program's value of @p section.@p key, or nullptr if it set none.
   const char* get_value(const char* section, const char* key, char* value,
       std::size_t value_len) const
   {
-    return service_.get_value(section, key, value, value_len);
+    return service_ ? service_->get_value(section, key, value, value_len)
+      : nullptr;
   }
 
 private:
   boost::asio::execution_context context_;
-  boost::asio::config_service& service_;
+  boost::asio::config_service* service_ = nullptr;
 };
 
 /// The config_service of a loop built from a service_maker: the pinned
@@ -67,14 +78,18 @@ private:
   const user_asio_config* user_;
 };
 
-/// Installs pinned_asio_config as a context's first service. @p user (may be
-/// null) must outlive the context's services.
+/// Installs pinned_asio_config as a context's first service, then, if the
+/// program's maker made no configuration, the program's services. @p user
+/// (may be null) must outlive the context's services; @p initial_services
+/// (null with @p user) the context's construction.
 class pinned_asio_config_maker final
   : public boost::asio::execution_context::service_maker
 {
 public:
-  explicit pinned_asio_config_maker(const user_asio_config* user) noexcept
-    : user_(user)
+  pinned_asio_config_maker(const user_asio_config* user,
+      const service_maker* initial_services) noexcept
+    : user_(user),
+      initial_services_(initial_services)
   {
   }
 
@@ -84,6 +99,7 @@ public:
 
 private:
   const user_asio_config* user_;
+  const service_maker* initial_services_;
 };
 
 } // namespace detail

@@ -69,9 +69,11 @@ const pinned_setting* find_pinned(const char* section, const char* key) noexcept
 
 TURNLOOP_DECL user_asio_config::user_asio_config(
     const boost::asio::execution_context::service_maker& initial_services)
-  : context_(initial_services),
-    service_(boost::asio::use_service<boost::asio::config_service>(context_))
+  : context_(initial_services)
 {
+  if (!boost::asio::has_service<boost::asio::config_service>(context_))
+    return;
+  service_ = &boost::asio::use_service<boost::asio::config_service>(context_);
   const boost::asio::config settings(context_);
   for (const pinned_setting& s : pinned_settings)
   {
@@ -110,7 +112,10 @@ TURNLOOP_DECL const char* pinned_asio_config::get_value(const char* section,
 TURNLOOP_DECL void pinned_asio_config_maker::make(
     boost::asio::execution_context& ctx) const
 {
-  boost::asio::make_service<pinned_asio_config>(ctx, user_);
+  const bool settings = user_ && user_->has_settings();
+  boost::asio::make_service<pinned_asio_config>(ctx, settings ? user_ : nullptr);
+  if (initial_services_ && !settings)
+    initial_services_->make(ctx);
 }
 
 } // namespace detail
