@@ -591,8 +591,16 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ops)
 {
+  // io_context appends what the reactor returns behind the operations
+  // already queued, so ready operations may complete here only when nothing
+  // is: the scheduler passes a zero timeout whenever its queue is not empty
+  // (or it only polls), an interrupt means another thread queued something
+  // during the wait, and `ops` holds what this thread queued (the loop's
+  // turn, after a cross-thread post).
+  const bool nothing_queued = usec != 0;
+  interrupted_.store(false, std::memory_order_relaxed);
   const bool parked_here = core_.prepare_to_park(usec);
-  if (!core_.completes_io_here())
+  if (!nothing_queued || !core_.completes_io_here())
   {
     epoll_reactor::run(usec, ops);
     core_.after_reactor_run(parked_here);
@@ -600,20 +608,37 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
   }
 
   // What the reactor returns but the turn's budget (or a throwing handler)
-  // leaves is handed to the scheduler, which queues it ahead of the next
-  // reactor run, as epoll_reactor requires.
+  // leaves is handed to the scheduler, ahead of what the completed handlers
+  // queued (`ops` is empty when they start) (as on io_context, where every returned operation is queued
+  // before any of them runs) and ahead of the next reactor run, as
+  // epoll_reactor requires.
   struct hand_over
   {
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
     ~hand_over()
     {
+      boost::asio::detail::op_queue<
+        boost::asio::detail::scheduler_operation> queued_since;
+      queued_since.push(ops);
       ops.push(ready);
+      ops.push(queued_since);
     }
   } rest{{}, ops};
   epoll_reactor::run(usec, rest.ready);
   core_.after_reactor_run(parked_here);
+  if (!ops.empty() || interrupted_.load(std::memory_order_acquire))
+  {
+    ops.push(rest.ready);
+    return;
+  }
   core_.complete_io(rest.ready);
+}
+
+TURNLOOP_DECL void turn_reactor::interrupt()
+{
+  interrupted_.store(true, std::memory_order_release);
+  epoll_reactor::interrupt();
 }
 
 // --- driving -------------------------------------------------------------------
