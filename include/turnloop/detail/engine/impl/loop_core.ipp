@@ -538,8 +538,9 @@ TURNLOOP_DECL void loop_core::complete_io(
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ready)
 {
   // The I/O step of the turn: the operations the reactor found ready
-  // (sockets, timers) complete here, up to a turn's budget, instead of each
-  // taking a round trip through the scheduler's locked queue.
+  // (sockets, timers) complete here, when there are no more than a turn's
+  // budget of them, instead of each taking a round trip through the
+  // scheduler's locked queue.
   //
   // Only operations the reactor returned: each carries a unit of work the
   // scheduler has already counted (or none, for a descriptor with nothing
@@ -570,8 +571,20 @@ TURNLOOP_DECL void loop_core::complete_io(
     }
   };
 
+  // All or none: when more are ready than a turn's budget, every one goes
+  // through the scheduler's queue. Cutting the batch would queue the rest
+  // behind what the completed handlers queued, which on a scheduler not in
+  // one-thread mode goes straight to its shared queue, out of io_context's
+  // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
+  std::size_t count = 0;
+  for (auto* op = ready.front(); op && count <= config_.events_per_turn;
+      op = boost::asio::detail::op_queue_access::next(op))
+    ++count;
+  if (count > config_.events_per_turn)
+    return;
+
   const boost::system::error_code no_error;
-  for (std::size_t budget = config_.events_per_turn; budget != 0; --budget)
+  for (;;)
   {
     boost::asio::detail::scheduler_operation* op = ready.front();
     if (!op || stop_requested_.load(std::memory_order_relaxed))
