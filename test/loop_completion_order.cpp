@@ -20,9 +20,13 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "support.hpp"
 
 namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
@@ -203,6 +207,60 @@ BOOST_AUTO_TEST_CASE(reads_left_over_by_the_turn_budget_complete_before_what_the
       turnloop::loop l(budget_of(events));
       const sequence ours = ready_reads_before_the_writes_they_start(l);
       BOOST_TEST(ours == stock, boost::test_tools::per_element());
+    }
+  }
+}
+
+namespace {
+
+// The loop waits in epoll with a read pending; another thread posts a
+// handler and then makes the read ready. On io_context the post is queued
+// before the reactor returns the read, so it runs first; on a loop too,
+// whether it was posted through the loop's executor or io_context's.
+template <typename Executor>
+sequence post_then_data_from_another_thread(turnloop::loop& l, Executor ex)
+{
+  sequence seen;
+  pair<turnloop::loop> p(l);
+  l.poll();
+  l.restart();
+  std::array<char, 8> in{};
+  p.near.async_read_some(asio::buffer(in),
+      [&](boost::system::error_code ec, std::size_t) {
+        seen.push_back(ec ? "read failed" : "read");
+      });
+  std::atomic<pid_t> loop_thread{0};
+  std::thread runner([&] {
+    loop_thread = test::this_thread_id();
+    l.run();
+  });
+  const bool parked = test::wait_for([&] {
+    return loop_thread != 0 && test::parked_in_epoll(loop_thread);
+  });
+  BOOST_TEST(parked);
+  asio::post(ex, [&] { seen.push_back("post"); });
+  p.make_readable();
+  runner.join();
+  return seen;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_post_from_another_thread_before_the_data_runs_before_the_read,
+    * boost::unit_test::label("threads"))
+{
+  for (int i = 0; i != 50; ++i)
+  {
+    {
+      turnloop::loop l;
+      const sequence via_loop = post_then_data_from_another_thread(l, l.get_executor());
+      BOOST_TEST(via_loop == (sequence{"post", "read"}), boost::test_tools::per_element());
+    }
+    {
+      turnloop::loop l;
+      const sequence via_base = post_then_data_from_another_thread(
+          l, static_cast<asio::io_context&>(l).get_executor());
+      BOOST_TEST(via_base == (sequence{"post", "read"}), boost::test_tools::per_element());
     }
   }
 }
