@@ -153,43 +153,45 @@ turnloop::config budget_of(std::size_t events)
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(a_queued_speculative_write_completes_before_a_read_that_becomes_ready_later)
+namespace {
+
+// Runs @p scenario on io_context, which must give @p expected, then on a loop,
+// which must give the same.
+template <typename Scenario>
+void same_order_as_io_context(Scenario scenario, const sequence& expected)
 {
   asio::io_context ioc(1);
-  const sequence stock = queued_write_then_ready_read(ioc);
-  BOOST_TEST(stock == (sequence{"write", "read"}), boost::test_tools::per_element());
+  const sequence stock = scenario(ioc);
+  BOOST_TEST(stock == expected, boost::test_tools::per_element());
 
   turnloop::loop l;
-  const sequence ours = queued_write_then_ready_read(l);
+  const sequence ours = scenario(l);
   BOOST_TEST(ours == stock, boost::test_tools::per_element());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_queued_speculative_write_completes_before_a_read_that_becomes_ready_later)
+{
+  same_order_as_io_context(
+      [](auto& ctx) { return queued_write_then_ready_read(ctx); },
+      {"write", "read"});
 }
 
 BOOST_AUTO_TEST_CASE(a_write_started_by_a_handler_completes_before_a_read_that_becomes_ready_later)
 {
-  asio::io_context ioc(1);
-  const sequence stock = write_from_a_handler_and_a_ready_read(
-      ioc, data_arrives::after_the_write);
-  BOOST_TEST(stock == (sequence{"handler", "write", "read"}),
-      boost::test_tools::per_element());
-
-  turnloop::loop l;
-  const sequence ours = write_from_a_handler_and_a_ready_read(
-      l, data_arrives::after_the_write);
-  BOOST_TEST(ours == stock, boost::test_tools::per_element());
+  same_order_as_io_context([](auto& ctx) {
+        return write_from_a_handler_and_a_ready_read(ctx, data_arrives::after_the_write);
+      },
+      {"handler", "write", "read"});
 }
 
 BOOST_AUTO_TEST_CASE(a_posted_handler_runs_before_a_read_the_reactor_finds_ready_behind_it)
 {
-  asio::io_context ioc(1);
-  const sequence stock = write_from_a_handler_and_a_ready_read(
-      ioc, data_arrives::before_the_post);
-  BOOST_TEST(stock == (sequence{"handler", "read", "write"}),
-      boost::test_tools::per_element());
-
-  turnloop::loop l;
-  const sequence ours = write_from_a_handler_and_a_ready_read(
-      l, data_arrives::before_the_post);
-  BOOST_TEST(ours == stock, boost::test_tools::per_element());
+  same_order_as_io_context([](auto& ctx) {
+        return write_from_a_handler_and_a_ready_read(ctx, data_arrives::before_the_post);
+      },
+      {"handler", "read", "write"});
 }
 
 BOOST_AUTO_TEST_CASE(reads_left_over_by_the_turn_budget_complete_before_what_their_handlers_queue)

@@ -89,11 +89,12 @@ std::size_t loop_core::run_until(
   for (;;)
   {
     // A call can run handlers in the reactor step and still report no
-    // scheduler operation, so stop only when one makes no progress at all.
+    // scheduler operation, or run a turn that runs no handler (it only
+    // reconciled work), so stop only when one makes no progress at all.
     const progress before = progress_now();
-    const std::size_t ran = handlers_since(
-        owner_.io_context::run_one_until(t), before);
-    if (ran == 0)
+    const std::size_t ops = owner_.io_context::run_one_until(t);
+    const std::size_t ran = handlers_since(ops, before);
+    if (ran == 0 && ops == 0)
       return n;
     n += ran;
   }

@@ -607,24 +607,25 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
   // io_context appends what the reactor returns behind the operations
   // already queued, so ready operations may complete here only when nothing
   // is: the scheduler passes a zero timeout whenever its queue is not empty
-  // (or it only polls), an interrupt means another thread queued something
-  // during the wait, and `ops` holds what this thread queued (the loop's
-  // turn, after a cross-thread post).
+  // (or it only polls), an interrupt since the last run means another thread
+  // queued something after the scheduler looked, and `ops` holds what this
+  // thread queued (the loop's turn, after a cross-thread post). The flag is
+  // cleared once this run has looked at it, not before the wait, so an
+  // interrupt between the scheduler's look and the wait is not lost.
   const bool nothing_queued = usec != 0;
-  interrupted_.store(false, std::memory_order_relaxed);
   const bool parked_here = core_.prepare_to_park(usec);
   if (!nothing_queued || !core_.completes_io_here())
   {
     epoll_reactor::run(usec, ops);
+    interrupted_.store(false, std::memory_order_relaxed);
     core_.after_reactor_run(parked_here);
     return;
   }
 
-  // What the reactor returns but the turn's budget (or a throwing handler)
-  // leaves is handed to the scheduler, ahead of what the completed handlers
-  // queued (`ops` is empty when they start) (as on io_context, where every returned operation is queued
-  // before any of them runs) and ahead of the next reactor run, as
-  // epoll_reactor requires.
+  // What a throwing handler or a stop() leaves is handed to the scheduler,
+  // ahead of what the completed handlers queued (`ops` is empty when they
+  // start; as on io_context, where every returned operation is queued before
+  // any of them runs) and of the next reactor run, as epoll_reactor requires.
   struct hand_over
   {
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
@@ -640,7 +641,9 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
   } rest{{}, ops};
   epoll_reactor::run(usec, rest.ready);
   core_.after_reactor_run(parked_here);
-  if (!ops.empty() || interrupted_.load(std::memory_order_acquire))
+  const bool interrupted =
+    interrupted_.exchange(false, std::memory_order_acquire);
+  if (interrupted || !ops.empty())
   {
     ops.push(rest.ready);
     return;
