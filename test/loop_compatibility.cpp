@@ -25,6 +25,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/version.hpp>
 #include <boost/asio/write.hpp>
 
 #include <array>
@@ -281,3 +282,42 @@ BOOST_AUTO_TEST_CASE(any_io_executor_holds_the_loops_executor_not_io_contexts)
   asio::any_io_executor base = io_executor(l.get_executor());
   BOOST_TEST(base.target<io_executor>() != nullptr);
 }
+
+#if BOOST_ASIO_VERSION >= 103400
+
+namespace {
+
+struct counted_service : asio::execution_context::service
+{
+  using key_type = counted_service;
+  static asio::execution_context::id id;
+  explicit counted_service(asio::execution_context& ctx)
+    : service(ctx)
+  {
+  }
+  void shutdown() override {}
+};
+
+asio::execution_context::id counted_service::id;
+
+struct counted_service_maker : asio::execution_context::service_maker
+{
+  void make(asio::execution_context& ctx) const override
+  {
+    asio::make_service<counted_service>(ctx);
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_loop_is_built_with_initial_services_like_io_context)
+{
+  turnloop::loop l{counted_service_maker{}};
+  BOOST_TEST(asio::has_service<counted_service>(l));
+  int ran = 0;
+  asio::post(l, [&] { ++ran; });
+  BOOST_TEST(l.run() == 1u);
+  BOOST_TEST(ran == 1);
+}
+
+#endif // BOOST_ASIO_VERSION >= 103400

@@ -73,6 +73,15 @@ public:
   /// compatibility and ignored, since a loop is always run by one thread.
   TURNLOOP_DECL explicit loop(int concurrency_hint);
 
+#if BOOST_ASIO_VERSION >= 103400
+  /// Constructs a loop with the default configuration and the services
+  /// @p initial_services makes, as io_context's constructor of the same
+  /// signature does (Asio 1.34 and later). It makes them after the loop's
+  /// one-thread scheduler configuration, which it must not replace.
+  TURNLOOP_DECL explicit loop(
+      const boost::asio::execution_context::service_maker& initial_services);
+#endif // BOOST_ASIO_VERSION >= 103400
+
   /// Constructs a loop with @p cfg.
   /// @throws boost::system::system_error with turnloop::error::invalid_config
   /// (its what() names the field) if a field is out of range.

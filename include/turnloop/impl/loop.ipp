@@ -10,6 +10,11 @@
 #include <turnloop/blocking.hpp>
 #include <turnloop/buffer_pool.hpp>
 
+#include <boost/asio/version.hpp>
+#if BOOST_ASIO_VERSION >= 103400
+# include <boost/asio/config.hpp>
+#endif // BOOST_ASIO_VERSION >= 103400
+
 namespace turnloop {
 
 TURNLOOP_DECL loop::loop()
@@ -31,6 +36,43 @@ TURNLOOP_DECL loop::loop(const config& cfg)
 {
   core_.start();
 }
+
+#if BOOST_ASIO_VERSION >= 103400
+
+namespace detail {
+
+// What io_context(1) makes (its one-thread configuration), then the caller's
+// services.
+class one_thread_then final
+  : public boost::asio::execution_context::service_maker
+{
+public:
+  explicit one_thread_then(const service_maker& then) noexcept
+    : then_(then)
+  {
+  }
+
+  void make(boost::asio::execution_context& ctx) const override
+  {
+    boost::asio::config_from_concurrency_hint(1).make(ctx);
+    then_.make(ctx);
+  }
+
+private:
+  const service_maker& then_;
+};
+
+} // namespace detail
+
+TURNLOOP_DECL loop::loop(
+    const boost::asio::execution_context::service_maker& initial_services)
+  : boost::asio::io_context(detail::one_thread_then(initial_services)),
+    core_(*this, config())
+{
+  core_.start();
+}
+
+#endif // BOOST_ASIO_VERSION >= 103400
 
 TURNLOOP_DECL loop::~loop()
 {
