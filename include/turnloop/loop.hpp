@@ -416,6 +416,36 @@ public:
     return !(a == b);
   }
 
+  /// io_context's executor type with the same allocator and work tracking.
+  using io_context_executor_type = boost::asio::io_context::basic_executor_type<
+      Allocator,
+      tracked ? boost::asio::detail::io_context_bits::outstanding_work_tracked : 0>;
+
+  /// The loop's io_context executor (the base class's), with this executor's
+  /// allocator, work tracking, blocking and relationship properties; for code
+  /// that spells `io_context::executor_type`. It runs handlers through the
+  /// scheduler's own queue, not the loop's: see doc/compatibility.md. A
+  /// tracked conversion takes its own unit of work. Not on a moved-from
+  /// tracked executor.
+  operator io_context_executor_type() const noexcept
+  {
+    namespace execution = boost::asio::execution;
+    auto base = boost::asio::require(
+        static_cast<boost::asio::io_context&>(*context_ptr()).get_executor(),
+        execution::allocator(static_cast<const Allocator&>(*this)));
+    io_context_executor_type ex = [&] {
+      if constexpr (tracked)
+        return boost::asio::require(base, execution::outstanding_work.tracked);
+      else
+        return base;
+    }();
+    if (bits() & blocking_never)
+      ex = boost::asio::require(ex, execution::blocking.never);
+    if (bits() & relationship_continuation)
+      ex = boost::asio::require(ex, execution::relationship.continuation);
+    return ex;
+  }
+
   /// Runs @p f inline if blocking.possibly is in force and the calling thread
   /// runs the loop (an exception it throws is rethrown by run() once the
   /// current handler returns, as with io_context); otherwise queues it.
@@ -493,6 +523,7 @@ private:
 
 } // namespace turnloop
 
+#include <turnloop/detail/io_context_work_guard.hpp>
 #include <turnloop/impl/loop.hpp>
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/impl/loop.ipp>

@@ -4,7 +4,8 @@
 // Asio's epoll reactor with run() overridden. The scheduler calls run() with
 // a timeout of zero to poll and a non-zero timeout to block; the override
 // lets the loop mark itself parked before it blocks (so a cross-thread post
-// knows it must wake it) and pick up cross-thread work after any poll. It is
+// knows it must wake it) and pick up cross-thread work after any poll, and
+// interrupt() to learn that something was queued while it waited. It is
 // installed as the context's reactor service before any I/O object exists, so
 // sockets, timers and signal sets use it without knowing.
 //
@@ -17,6 +18,8 @@
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
+
+#include <atomic>
 
 namespace turnloop {
 namespace detail {
@@ -36,8 +39,15 @@ public:
       boost::asio::detail::op_queue<
         boost::asio::detail::scheduler_operation>& ops) override;
 
+  /// Wakes a blocked run(). The scheduler calls it when another thread
+  /// queues an operation while the reactor runs, the loop when a
+  /// cross-thread post arrives; either way, something now waits ahead of
+  /// what this run returns.
+  TURNLOOP_DECL void interrupt() override;
+
 private:
   loop_core& core_;
+  std::atomic<bool> interrupted_{false};
 };
 
 } // namespace detail

@@ -547,8 +547,9 @@ TURNLOOP_DECL void loop_core::complete_io(
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ready)
 {
   // The I/O step of the turn: the operations the reactor found ready
-  // (sockets, timers) complete here, up to a turn's budget, instead of each
-  // taking a round trip through the scheduler's locked queue.
+  // (sockets, timers) complete here, when there are no more than a turn's
+  // budget of them, instead of each taking a round trip through the
+  // scheduler's locked queue.
   //
   // Only operations the reactor returned: each carries a unit of work the
   // scheduler has already counted (or none, for a descriptor with nothing
@@ -579,8 +580,20 @@ TURNLOOP_DECL void loop_core::complete_io(
     }
   };
 
+  // All or none: when more are ready than a turn's budget, every one goes
+  // through the scheduler's queue. Cutting the batch would queue the rest
+  // behind what the completed handlers queued, which on a scheduler not in
+  // one-thread mode goes straight to its shared queue, out of io_context's
+  // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
+  std::size_t count = 0;
+  for (auto* op = ready.front(); op && count <= config_.events_per_turn;
+      op = boost::asio::detail::op_queue_access::next(op))
+    ++count;
+  if (count > config_.events_per_turn)
+    return;
+
   const boost::system::error_code no_error;
-  for (std::size_t budget = config_.events_per_turn; budget != 0; --budget)
+  for (;;)
   {
     boost::asio::detail::scheduler_operation* op = ready.front();
     if (!op || stop_requested_.load(std::memory_order_relaxed))
@@ -600,29 +613,57 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ops)
 {
+  // io_context appends what the reactor returns behind the operations
+  // already queued, so ready operations may complete here only when nothing
+  // is: the scheduler passes a zero timeout whenever its queue is not empty
+  // (or it only polls), an interrupt since the last run means another thread
+  // queued something after the scheduler looked, and `ops` holds what this
+  // thread queued (the loop's turn, after a cross-thread post). The flag is
+  // cleared once this run has looked at it, not before the wait, so an
+  // interrupt between the scheduler's look and the wait is not lost.
+  const bool nothing_queued = usec != 0;
   const bool parked_here = core_.prepare_to_park(usec);
-  if (!core_.completes_io_here())
+  if (!nothing_queued || !core_.completes_io_here())
   {
     epoll_reactor::run(usec, ops);
+    interrupted_.store(false, std::memory_order_relaxed);
     core_.after_reactor_run(parked_here);
     return;
   }
 
-  // What the reactor returns but the turn's budget (or a throwing handler)
-  // leaves is handed to the scheduler, which queues it ahead of the next
-  // reactor run, as epoll_reactor requires.
+  // What a throwing handler or a stop() leaves is handed to the scheduler,
+  // ahead of what the completed handlers queued (`ops` is empty when they
+  // start; as on io_context, where every returned operation is queued before
+  // any of them runs) and of the next reactor run, as epoll_reactor requires.
   struct hand_over
   {
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
     ~hand_over()
     {
+      boost::asio::detail::op_queue<
+        boost::asio::detail::scheduler_operation> queued_since;
+      queued_since.push(ops);
       ops.push(ready);
+      ops.push(queued_since);
     }
   } rest{{}, ops};
   epoll_reactor::run(usec, rest.ready);
   core_.after_reactor_run(parked_here);
+  const bool interrupted =
+    interrupted_.exchange(false, std::memory_order_acquire);
+  if (interrupted || !ops.empty())
+  {
+    ops.push(rest.ready);
+    return;
+  }
   core_.complete_io(rest.ready);
+}
+
+TURNLOOP_DECL void turn_reactor::interrupt()
+{
+  interrupted_.store(true, std::memory_order_release);
+  epoll_reactor::interrupt();
 }
 
 // --- driving -------------------------------------------------------------------
