@@ -291,6 +291,14 @@ BOOST_AUTO_TEST_CASE(a_loop_built_with_an_allocator_makes_its_services_with_it,
   }
 }
 
+BOOST_AUTO_TEST_CASE(a_loop_built_with_an_allocator_takes_io_contexts_concurrency_hint_form)
+{
+  auto count = std::make_shared<std::atomic<long>>(0);
+  turnloop::loop l(std::allocator_arg, counting_allocator<void>(count), 4);
+  BOOST_TEST(count->load() > 0);
+  BOOST_TEST(setting(l, "scheduler", "concurrency_hint") == 1);
+}
+
 BOOST_AUTO_TEST_CASE(a_loop_built_with_an_allocator_and_a_service_maker_pins_settings,
     * test::threads_label())
 {

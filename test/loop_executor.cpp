@@ -84,6 +84,11 @@ BOOST_AUTO_TEST_CASE(queries_report_the_loop_and_defaults)
   BOOST_TEST((asio::query(ex, execution::outstanding_work)
       == execution::outstanding_work.untracked));
   BOOST_TEST((asio::query(ex, execution::mapping) == execution::mapping.thread));
+#if BOOST_ASIO_VERSION >= 103800
+  // As io_context's executor answers from Asio 1.38.
+  BOOST_TEST((asio::query(ex, execution::inline_exception_handling)
+      == execution::inline_exception_handling.capture));
+#endif // BOOST_ASIO_VERSION >= 103800
   BOOST_TEST(&ex.context() == &l);
 }
 

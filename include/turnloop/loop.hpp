@@ -108,6 +108,11 @@ public:
   template <typename Allocator>
   loop(std::allocator_arg_t, const Allocator& a, const config& cfg = config());
 
+  /// As the constructor above; io_context's concurrency hint is accepted for
+  /// source compatibility and ignored, as by loop(int).
+  template <typename Allocator>
+  loop(std::allocator_arg_t, const Allocator& a, int concurrency_hint);
+
   /// Constructs a loop from @p initial_services (see the constructor above)
   /// whose services Asio allocates with @p a.
   template <typename Allocator>
@@ -346,6 +351,16 @@ public:
   {
     return boost::asio::execution::mapping.thread;
   }
+
+#if BOOST_ASIO_VERSION >= 103800
+  /// An exception thrown by a handler run inline is captured and rethrown
+  /// by run() once the running handler returns (as io_context's, Asio 1.38).
+  static constexpr boost::asio::execution::inline_exception_handling_t query(
+      boost::asio::execution::inline_exception_handling_t) noexcept
+  {
+    return boost::asio::execution::inline_exception_handling.capture;
+  }
+#endif // BOOST_ASIO_VERSION >= 103800
 
   loop& query(boost::asio::execution::context_t) const noexcept
   {

@@ -21,6 +21,12 @@ loop::loop(std::allocator_arg_t, const Allocator& a, const config& cfg)
 }
 
 template <typename Allocator>
+loop::loop(std::allocator_arg_t, const Allocator& a, int)
+  : loop(std::allocator_arg, a, config())
+{
+}
+
+template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a,
     const boost::asio::execution_context::service_maker& initial_services,
     const config& cfg)
