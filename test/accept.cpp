@@ -915,12 +915,5 @@ int accept_without_descriptors()
 
 BOOST_AUTO_TEST_CASE(an_accept_out_of_descriptors_backs_off_without_spinning)
 {
-  const pid_t child = ::fork();
-  BOOST_REQUIRE(child >= 0);
-  if (child == 0)
-    ::_exit(accept_without_descriptors());
-  int status = 0;
-  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_REQUIRE(WIFEXITED(status));
-  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(test::exit_status_in_child(accept_without_descriptors) == 0);
 }

@@ -316,12 +316,5 @@ int accept_that_cannot_park()
 
 BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_parked_for_lack_of_memory_ends_with_no_memory)
 {
-  const pid_t child = ::fork();
-  BOOST_REQUIRE(child >= 0);
-  if (child == 0)
-    ::_exit(accept_that_cannot_park());
-  int status = 0;
-  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_REQUIRE(WIFEXITED(status));
-  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(test::exit_status_in_child(accept_that_cannot_park) == 0);
 }

@@ -87,6 +87,24 @@ inline long status_kib(const std::string& field)
   return -1;
 }
 
+/// Runs @p body in a child process, for a case that changes what belongs to
+/// the whole process (its descriptor limit, its allocator), and returns the
+/// child's exit status: @p body's result, or -1 if the child did not exit
+/// normally.
+template <typename Body>
+int exit_status_in_child(Body body)
+{
+  const pid_t child = ::fork();
+  if (child < 0)
+    return -1;
+  if (child == 0)
+    ::_exit(body());
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status))
+    return -1;
+  return WEXITSTATUS(status);
+}
+
 /// Runs @p work in a child process and returns how far its resident set
 /// grew at its peak, in KiB (VmHWM at the end against VmRSS at the start),
 /// or -1 if the child failed. A forked child starts a high-water mark of its
