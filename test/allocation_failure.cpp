@@ -21,10 +21,12 @@
 #include <turnloop/detail/pool/buffer_waiter.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 
 #include <atomic>
@@ -48,27 +50,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// An allocator that throws std::bad_alloc while *armed.
+// An allocator that fails on demand: while *failures is not 0 it throws
+// std::bad_alloc, for every request while it is negative, for that many
+// requests while it is positive.
 template <typename T>
-struct arming_allocator
+struct failing_allocator
 {
   using value_type = T;
 
-  explicit arming_allocator(std::atomic<bool>* a) noexcept
-    : armed(a)
+  explicit failing_allocator(std::atomic<int>* f) noexcept
+    : failures(f)
   {
   }
 
   template <typename U>
-  arming_allocator(const arming_allocator<U>& other) noexcept
-    : armed(other.armed)
+  failing_allocator(const failing_allocator<U>& other) noexcept
+    : failures(other.failures)
   {
   }
 
   T* allocate(std::size_t n)
   {
-    if (armed->load())
-      throw std::bad_alloc();
+    int left = failures->load();
+    while (left != 0)
+    {
+      if (left < 0 || failures->compare_exchange_weak(left, left - 1))
+        throw std::bad_alloc();
+    }
     return std::allocator<T>().allocate(n);
   }
 
@@ -78,19 +86,21 @@ struct arming_allocator
   }
 
   template <typename U>
-  bool operator==(const arming_allocator<U>& other) const noexcept
+  bool operator==(const failing_allocator<U>& other) const noexcept
   {
-    return armed == other.armed;
+    return failures == other.failures;
   }
 
   template <typename U>
-  bool operator!=(const arming_allocator<U>& other) const noexcept
+  bool operator!=(const failing_allocator<U>& other) const noexcept
   {
-    return armed != other.armed;
+    return failures != other.failures;
   }
 
-  std::atomic<bool>* armed;
+  std::atomic<int>* failures;
 };
+
+constexpr int every_request = -1;
 
 // An unusual size, so that failing requests of at least this many bytes
 // fails the pool's buffers and nothing else.
@@ -186,15 +196,15 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_whose_wait_for_a_buffer_cannot_be_recorded_en
   stream_protocol::socket a(l), b(l);
   asio::local::connect_pair(a, b);
 
-  std::atomic<bool> armed{false};
+  std::atomic<int> failures{0};
   outcome o;
   turnloop::async_read_pooled(b, asio::bind_allocator(
-        arming_allocator<void>(&armed), record(o)));
+        failing_allocator<void>(&failures), record(o)));
   l.poll(); // the read now waits for input, its wait allocated
-  armed = true;
+  failures = every_request;
   asio::write(a, asio::buffer(std::string("hello")));
   BOOST_CHECK_NO_THROW(l.run());
-  armed = false;
+  failures = 0;
   BOOST_TEST(o.calls == 1);
   BOOST_TEST((o.ec == asio::error::no_memory));
   BOOST_TEST(pool.stats().waiting == 0u);
@@ -258,6 +268,122 @@ BOOST_AUTO_TEST_CASE(a_blocking_job_from_another_thread_that_cannot_be_recorded_
   BOOST_TEST(value == 7);
 }
 
+BOOST_AUTO_TEST_CASE(a_blocking_result_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn,
+    * test::threads_label())
+{
+  turnloop::loop l;
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  int calls = 0;
+  error_code got;
+  int value = -1;
+  bool in_strand = false;
+  turnloop::async_blocking(l, [] { return 7; }, asio::bind_allocator(
+        failing_allocator<void>(&failures), asio::bind_executor(strand,
+          [&](error_code ec, std::exception_ptr, int v) {
+            ++calls;
+            got = ec;
+            value = v;
+            in_strand = strand.running_in_this_thread();
+          })));
+  // The strand's queue node is what fails: twice, so the delivery is tried
+  // in three turns.
+  failures = 2;
+  BOOST_CHECK_NO_THROW(l.run());
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(calls == 1);
+  BOOST_TEST(!got);
+  BOOST_TEST(value == 7);
+  BOOST_TEST(in_strand);
+  BOOST_TEST(turnloop::blocking_statistics(l).undelivered == 0u);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_granted_lease_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+{
+  turnloop::loop l(pool_config(1));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  std::optional<turnloop::buffer_lease> held(pool.try_lease());
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  outcome o;
+  bool in_strand = false;
+  pool.async_lease(asio::bind_allocator(failing_allocator<void>(&failures),
+        asio::bind_executor(strand,
+          [&](error_code ec, turnloop::buffer_lease lease) {
+            record(o)(ec, std::move(lease));
+            in_strand = strand.running_in_this_thread();
+          })));
+  l.poll();
+  BOOST_TEST(pool.stats().waiting == 1u);
+  failures = 2;
+  held.reset(); // the buffer goes to the waiter
+  BOOST_CHECK_NO_THROW(l.run());
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(o.calls == 1);
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(in_strand);
+  BOOST_TEST(pool.stats().leased == 0u); // the handler's lease came back
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_pooled_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+{
+  turnloop::loop l(pool_config(2));
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  outcome o;
+  bool in_strand = false;
+  turnloop::async_read_pooled(b, asio::bind_allocator(
+        failing_allocator<void>(&failures), asio::bind_executor(strand,
+          [&](error_code ec, turnloop::buffer_lease lease) {
+            record(o)(ec, std::move(lease));
+            in_strand = strand.running_in_this_thread();
+          })));
+  l.poll(); // waiting for data, its wait allocated
+  failures = 2;
+  asio::write(a, asio::buffer(std::string("hello")));
+  BOOST_CHECK_NO_THROW(l.run());
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(o.calls == 1);
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(o.text == "hello");
+  BOOST_TEST(in_strand);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_delivery_its_strand_never_takes_is_destroyed_with_the_loop)
+{
+  std::atomic<int> failures{0};
+  int calls = 0;
+  std::weak_ptr<int> alive;
+  {
+    turnloop::loop l;
+    auto strand = asio::make_strand(l);
+    auto token = std::make_shared<int>(0);
+    alive = token;
+    turnloop::async_blocking(l, [] { return 7; }, asio::bind_allocator(
+          failing_allocator<void>(&failures), asio::bind_executor(strand,
+            [&calls, token](error_code, std::exception_ptr, int) {
+              ++calls;
+            })));
+    token.reset();
+    // Memory never comes back: the delivery is tried once a turn.
+    constexpr int many = 1 << 30;
+    failures = many;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (failures > many - 3 && std::chrono::steady_clock::now() < deadline)
+      BOOST_CHECK_NO_THROW(l.run_for(10ms));
+    BOOST_TEST(failures <= many - 3);
+    BOOST_TEST(!alive.expired());
+  }
+  failures = 0;
+  BOOST_TEST(calls == 0);
+  BOOST_TEST(alive.expired()); // destroyed, not leaked
+}
+
 namespace {
 
 // In a child process (it lowers RLIMIT_NOFILE): an accept that runs out of
@@ -271,11 +397,11 @@ int accept_that_cannot_park()
   tcp::socket c(l);
   c.open(tcp::v4()); // connects once descriptors have run out
 
-  std::atomic<bool> armed{false};
+  std::atomic<int> failures{0};
   int calls = 0;
   error_code got;
   turnloop::async_accept(acceptor, asio::bind_allocator(
-        arming_allocator<void>(&armed), [&](error_code ec, auto) {
+        failing_allocator<void>(&failures), [&](error_code ec, auto) {
           ++calls;
           got = ec;
         }));
@@ -290,7 +416,7 @@ int accept_that_cannot_park()
   lowered.rlim_cur = static_cast<rlim_t>(lowest);
   if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0)
     return 10;
-  armed = true;
+  failures = every_request;
   error_code connected;
   c.connect(acceptor.local_endpoint(), connected);
   if (connected)
@@ -303,7 +429,7 @@ int accept_that_cannot_park()
   {
     return 11; // escaped run(): the accept's handler was dropped
   }
-  armed = false;
+  failures = 0;
   ::setrlimit(RLIMIT_NOFILE, &saved);
   if (calls != 1)
     return 12;

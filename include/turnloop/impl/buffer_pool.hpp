@@ -8,6 +8,7 @@
 #define TURNLOOP_IMPL_BUFFER_POOL_HPP
 
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +17,7 @@
 
 #include <cassert>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -179,6 +181,11 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
   // handler (and the unit) with the caller.
   typename op::ptr p = { boost::asio::detail::addressof(handler),
     op::ptr::allocate(handler), 0 };
+  std::optional<typename op::reservation> reserved;
+  const auto ex = boost::asio::get_associated_executor(handler,
+      get_executor());
+  if (!detail::invokes_directly(ex, loop_))
+    reserved.emplace(core_, handler, ex);
   boost::system::error_code ec;
   const detail::slot_id id = waiters_.emplace(ec, nullptr,
       detail::operation_unit());
@@ -188,7 +195,7 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
   detail::buffer_waiter& w = *waiters_.find(id);
   try
   {
-    p.p = ::new (p.v) op(handler, get_executor());
+    p.p = ::new (p.v) op(handler, get_executor(), std::move(reserved));
   }
   catch (...)
   {

@@ -16,6 +16,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/blocking/blocking_job.hpp>
 #include <turnloop/detail/blocking/blocking_traits.hpp>
+#include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/error.hpp>
 #include <turnloop/loop.hpp>
 
@@ -23,9 +24,7 @@
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 
@@ -41,35 +40,6 @@
 namespace turnloop {
 namespace detail {
 
-template <typename T>
-struct is_loop_executor : std::false_type
-{
-};
-
-template <typename Allocator, std::uintptr_t Bits>
-struct is_loop_executor<loop::basic_executor_type<Allocator, Bits>>
-  : std::true_type
-{
-};
-
-/// True if a handler bound to @p ex may be invoked directly in a turn of
-/// @p l: @p ex is that loop's own executor, possibly behind any_io_executor.
-/// Anything else (a strand, another context) is dispatched to.
-template <typename Executor>
-bool invokes_directly(const Executor& ex, const loop& l) noexcept
-{
-  if constexpr (is_loop_executor<Executor>::value)
-    return &ex.context() == &l;
-  else if constexpr (requires { ex.template target<loop::executor_type>(); })
-  {
-    const loop::executor_type* target =
-      ex.template target<loop::executor_type>();
-    return target && &target->context() == &l;
-  }
-  else
-    return false;
-}
-
 struct no_stop_source
 {
 };
@@ -82,18 +52,27 @@ public:
   using handler_executor =
     boost::asio::associated_executor_t<Handler, IoExecutor>;
 
-  /// Allocates and constructs a job; throws what allocation or the moves
-  /// throw, leaving @p handler and @p function untouched on bad_alloc.
+  /// Allocates and constructs a job, and for a handler bound elsewhere the
+  /// delivery of its completion; throws what allocation or the moves throw,
+  /// leaving @p handler and @p function untouched on bad_alloc.
   template <typename H, typename F>
   static blocking_op* create(H&& handler, F&& function,
-      const IoExecutor& io_ex, const loop& l)
+      const IoExecutor& io_ex, loop& l)
   {
     op_allocator alloc(allocator_of(handler));
     blocking_op* op = std::allocator_traits<op_allocator>::allocate(alloc, 1);
     try
     {
+      // A handler bound elsewhere keeps its executor's work (the
+      // reservation holds it); one run directly on the loop is covered by
+      // the unit the service holds on the loop.
+      std::optional<reservation> reserved;
+      handler_executor ex = boost::asio::get_associated_executor(handler, io_ex);
+      if (!invokes_directly(ex, l))
+        reserved.emplace(core_of(l), handler, ex);
       return ::new (static_cast<void*>(op)) blocking_op(
-          std::forward<H>(handler), std::forward<F>(function), io_ex, l);
+          std::forward<H>(handler), std::forward<F>(function),
+          std::move(reserved));
     }
     catch (...)
     {
@@ -134,20 +113,20 @@ private:
         std::monostate, result_type>;
   using stop_type = std::conditional_t<takes_stop_token<Function>,
         std::stop_source, no_stop_source>;
-  using work_guard = boost::asio::executor_work_guard<handler_executor>;
+  using reservation = std::conditional_t<std::is_void_v<result_type>,
+        reserved_delivery<Handler, handler_executor,
+          boost::system::error_code, std::exception_ptr>,
+        reserved_delivery<Handler, handler_executor,
+          boost::system::error_code, std::exception_ptr, result_type>>;
 
   template <typename H, typename F>
-  blocking_op(H&& handler, F&& function, const IoExecutor& io_ex,
-      const loop& l)
+  blocking_op(H&& handler, F&& function,
+      std::optional<reservation>&& reserved)
     : blocking_job(functions),
       function_(std::in_place, std::forward<F>(function)),
-      handler_(std::forward<H>(handler))
+      handler_(std::forward<H>(handler)),
+      reserved_(std::move(reserved))
   {
-    // A handler bound elsewhere keeps its executor's work; one run directly
-    // on the loop is covered by the unit the service holds on the loop.
-    handler_executor ex = boost::asio::get_associated_executor(handler_, io_ex);
-    if (!invokes_directly(ex, l))
-      work_.emplace(std::move(ex));
   }
 
   template <typename H>
@@ -213,42 +192,26 @@ private:
     std::exception_ptr exception(std::move(op->exception_));
     stored_result result(op->result_
         ? std::move(*op->result_) : stored_result());
-    if (op->work_)
-    {
-      work_guard work(std::move(*op->work_));
-      free(op, allocator_of(handler));
-      upcall(handler, &work, ec, std::move(exception), std::move(result));
-    }
-    else
-    {
-      free(op, allocator_of(handler));
-      upcall(handler, nullptr, ec, std::move(exception), std::move(result));
-    }
-  }
+    std::optional<reservation> reserved(std::move(op->reserved_));
+    free(op, allocator_of(handler));
 
-  // Invokes the handler in this turn, or dispatches it to its own executor.
-  static void upcall(Handler& handler, work_guard* work,
-      const boost::system::error_code& ec, std::exception_ptr&& exception,
-      stored_result&& result)
-  {
+    // Invoked in this turn, or delivered through its own executor by way
+    // of the memory reserved at submission (see foreign_delivery.hpp).
     if constexpr (std::is_void_v<result_type>)
     {
-      if (!work)
+      if (!reserved)
         std::move(handler)(ec, std::move(exception));
       else
-      {
-        boost::asio::dispatch(work->get_executor(), boost::asio::append(
-              std::move(handler), ec, std::move(exception)));
-      }
+        reserved->deliver(std::move(handler), ec, std::move(exception));
     }
     else
     {
-      if (!work)
+      if (!reserved)
         std::move(handler)(ec, std::move(exception), std::move(result));
       else
       {
-        boost::asio::dispatch(work->get_executor(), boost::asio::append(
-              std::move(handler), ec, std::move(exception), std::move(result)));
+        reserved->deliver(std::move(handler), ec, std::move(exception),
+            std::move(result));
       }
     }
   }
@@ -274,7 +237,7 @@ private:
   std::optional<stored_result> result_;
   std::exception_ptr exception_;
   Handler handler_;
-  std::optional<work_guard> work_;
+  std::optional<reservation> reserved_;
 };
 
 } // namespace detail

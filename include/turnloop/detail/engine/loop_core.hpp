@@ -67,6 +67,17 @@ public:
   template <typename Function, typename Allocator>
   void post(Function&& f, const Allocator& a);
 
+  /// Queues @p op, a node its owner has built already, for a later turn: no
+  /// allocation, so it cannot fail. Loop thread only. A loop that is being
+  /// destroyed destroys it instead.
+  void requeue(operation* op) noexcept
+  {
+    if (stage_.load(std::memory_order_acquire) != stage::running)
+      op->destroy(nullptr);
+    else
+      post_local(op);
+  }
+
   /// Queues @p f unless it comes from another thread and post_capacity
   /// cross-thread posts are already queued; then leaves @p f untouched and
   /// returns resource_limit.

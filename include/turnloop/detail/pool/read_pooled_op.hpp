@@ -11,9 +11,10 @@
 // per-operation cancellation). Its executor is the loop's own, not the
 // handler's: its steps need the loop's thread, where the pool lives, and
 // the loop's executor runs them there without type erasure. The user's
-// handler gets the result through its own executor, or is called directly
-// when that executor is the loop's, which is what a dispatch to it would do
-// on the loop's thread.
+// handler gets the result through its own executor, by way of a delivery
+// reserved at the start (detail/foreign_delivery.hpp), or is called
+// directly when that executor is the loop's, which is what a dispatch to it
+// would do on the loop's thread.
 //
 
 #ifndef TURNLOOP_DETAIL_POOL_READ_POOLED_OP_HPP
@@ -25,15 +26,14 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
+#include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/detail/bind_handler.hpp>
 
@@ -105,8 +105,16 @@ public:
       }
       return;
     }
-    read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(handler))
-      .wait_readable();
+    // A handler with an executor of its own gets its completion through
+    // memory reserved now (see foreign_delivery.hpp): a lack of memory is
+    // told here, at the call, and cannot lose the read later.
+    std::optional<reservation> reserved;
+    const handler_executor_type ex =
+      boost::asio::get_associated_executor(handler, io_ex);
+    if (!invokes_directly(ex, pool->loop_))
+      reserved.emplace(pool->core_, handler, ex);
+    read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(reserved),
+        std::move(handler)).wait_readable();
   }
 
   read_pooled_op(read_pooled_op&&) = default;
@@ -177,55 +185,20 @@ public:
   }
 
 private:
-  // Asio marks the associator of a handler that names no executor.
-  static constexpr bool has_own_executor = !requires {
-    typename boost::asio::associated_executor<Handler,
-      io_executor_type>::asio_associated_executor_is_unspecialised;
-  };
+  using reservation = reserved_delivery<Handler, handler_executor_type,
+        boost::system::error_code, buffer_lease>;
 
-  struct no_work
-  {
-    explicit operator bool() const noexcept
-    {
-      return false;
-    }
-  };
-
-  read_pooled_op(Stream& stream, const io_executor_type& io_ex,
-      buffer_pool& pool, operation_unit&& unit, Handler&& handler)
+  // A reserved delivery holds work on the handler's executor until the
+  // handler runs.
+  read_pooled_op(Stream& stream, const io_executor_type&,
+      buffer_pool& pool, operation_unit&& unit,
+      std::optional<reservation>&& reserved, Handler&& handler)
     : stream_(&stream),
       pool_(&pool),
       unit_(std::move(unit)),
+      reserved_(std::move(reserved)),
       handler_(std::move(handler))
   {
-    if constexpr (has_own_executor)
-    {
-      const handler_executor_type ex =
-        boost::asio::get_associated_executor(handler_, io_ex);
-      call_directly_ = runs_on(ex, pool.loop_);
-      // Work on the handler's executor is needed only if it is not the
-      // stream's, whose work the pending wait already holds.
-      if (!(ex == io_ex))
-        work_.emplace(ex);
-    }
-    else
-      call_directly_ = runs_on(io_ex, pool.loop_);
-  }
-
-  // True if @p ex is @p l's own executor: dispatching to it from the loop's
-  // thread, where every completion of this operation is delivered, calls
-  // the function then and there.
-  static bool runs_on(const handler_executor_type& ex, const loop& l) noexcept
-  {
-    if constexpr (std::is_same_v<handler_executor_type, executor_type>)
-      return &ex.context() == &l;
-    else if constexpr (requires { ex.template target<executor_type>(); })
-    {
-      const executor_type* target = ex.template target<executor_type>();
-      return target && &target->context() == &l;
-    }
-    else
-      return false;
   }
 
   void wait_readable()
@@ -256,14 +229,9 @@ private:
   void complete(const boost::system::error_code& ec, buffer_lease&& lease)
   {
     unit_.reset();
-    if (call_directly_)
+    if (!reserved_)
       return std::move(handler_)(ec, std::move(lease));
-    // work_, if any, is released with this operation, after the dispatch.
-    const handler_executor_type ex = boost::asio::get_associated_executor(
-        handler_, stream_->get_executor());
-    boost::asio::dispatch(ex, boost::asio::detail::move_binder2<Handler,
-        boost::system::error_code, buffer_lease>(
-          0, std::move(handler_), ec, std::move(lease)));
+    reserved_->deliver(std::move(handler_), ec, std::move(lease));
   }
 
   // A socket is read with recv(), which costs less than read().
@@ -274,12 +242,8 @@ private:
   Stream* stream_;
   buffer_pool* pool_;
   operation_unit unit_;
+  std::optional<reservation> reserved_;
   Handler handler_;
-  bool call_directly_;
-  // Only a handler that names an executor may need work on it.
-  [[no_unique_address]] std::conditional_t<has_own_executor,
-    std::optional<boost::asio::executor_work_guard<handler_executor_type>>,
-    no_work> work_;
 };
 
 } // namespace detail

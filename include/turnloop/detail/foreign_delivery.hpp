@@ -1,0 +1,282 @@
+//
+// turnloop/detail/foreign_delivery.hpp
+//
+// How a service hands a completion to a handler whose executor is not the
+// loop's (a strand, another context) without losing it when memory runs
+// out. Dispatching there allocates (the strand's queue node, a type-erased
+// function); when that allocation throws, asio::dispatch has already moved
+// the handler and it is destroyed uncalled. So the service reserves, when it
+// accepts the operation, the memory of a delivery: a node that will hold the
+// handler and its arguments, and that is what is dispatched, through a
+// courier that only points at it. If the executor cannot take the courier
+// for lack of memory, the delivery is still whole: it goes to the loop's
+// queue (an intrusive node, no allocation) and is dispatched again in a
+// later turn, until the executor takes it. Nothing in a completion
+// allocates except the executor's own dispatch, and that failing loses
+// nothing: while memory stays short, the loop retries once a turn.
+//
+
+#ifndef TURNLOOP_DETAIL_FOREIGN_DELIVERY_HPP
+#define TURNLOOP_DETAIL_FOREIGN_DELIVERY_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/detail/engine/loop_core.hpp>
+#include <turnloop/detail/engine/operation.hpp>
+#include <turnloop/loop.hpp>
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+
+#include <exception>
+#include <memory>
+#include <new>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+template <typename T>
+struct is_loop_executor : std::false_type
+{
+};
+
+template <typename Allocator, std::uintptr_t Bits>
+struct is_loop_executor<loop::basic_executor_type<Allocator, Bits>>
+  : std::true_type
+{
+};
+
+/// True if a handler bound to @p ex may be invoked directly in a turn of
+/// @p l: @p ex is that loop's own executor, possibly behind any_io_executor.
+/// Anything else (a strand, another context) is dispatched to.
+template <typename Executor>
+bool invokes_directly(const Executor& ex, const loop& l) noexcept
+{
+  if constexpr (is_loop_executor<Executor>::value)
+    return &ex.context() == &l;
+  else if constexpr (requires { ex.template target<loop::executor_type>(); })
+  {
+    const loop::executor_type* target =
+      ex.template target<loop::executor_type>();
+    return target && &target->context() == &l;
+  }
+  else
+    return false;
+}
+
+/// The delivery of whichever courier is being destroyed on this thread
+/// while a dispatch unwinds: how a dispatch that threw tells its caller
+/// that the delivery was not taken (and not run).
+inline thread_local const void* undelivered_courier = nullptr;
+
+template <typename Handler, typename Executor, typename... Args>
+class foreign_delivery final : public operation
+{
+public:
+  using allocator_type = boost::asio::associated_allocator_t<Handler,
+        boost::asio::recycling_allocator<void>>;
+  using node_allocator = typename std::allocator_traits<allocator_type>::
+    template rebind_alloc<foreign_delivery>;
+  using work_guard = boost::asio::executor_work_guard<Executor>;
+
+  template <typename... A>
+  foreign_delivery(loop_core& core, const allocator_type& alloc,
+      work_guard&& work, Handler&& handler, A&&... args)
+    : operation(&foreign_delivery::do_complete),
+      core_(core),
+      allocator_(alloc),
+      work_(std::move(work)),
+      handler_(std::move(handler)),
+      args_(std::forward<A>(args)...)
+  {
+  }
+
+  /// Dispatches this delivery to the handler's executor; if the executor
+  /// cannot take it for lack of memory, queues it on the loop to try again.
+  /// Loop thread.
+  void attempt()
+  {
+    try
+    {
+      boost::asio::dispatch(work_->get_executor(), courier(this));
+      return;
+    }
+    catch (...)
+    {
+      // Not taken, or taken and run here, its handler throwing.
+      if (std::exchange(undelivered_courier, nullptr) != this)
+        throw;
+      try
+      {
+        throw;
+      }
+      catch (const std::bad_alloc&)
+      {
+      }
+      catch (...)
+      {
+        free(this);
+        throw;
+      }
+    }
+    core_.requeue(this);
+  }
+
+private:
+  // What is dispatched: only a pointer. A courier destroyed while the
+  // dispatch that took it unwinds leaves the delivery to the dispatching
+  // call; one destroyed otherwise (its executor shut down) destroys it with
+  // its handler, as Asio destroys the handlers it never ran.
+  class courier
+  {
+  public:
+    using allocator_type = foreign_delivery::allocator_type;
+
+    explicit courier(foreign_delivery* d) noexcept
+      : delivery_(d),
+        allocator_(d->allocator_),
+        unwinding_(std::uncaught_exceptions())
+    {
+    }
+
+    courier(courier&& other) noexcept
+      : delivery_(std::exchange(other.delivery_, nullptr)),
+        allocator_(other.allocator_),
+        unwinding_(other.unwinding_)
+    {
+    }
+
+    courier& operator=(courier&&) = delete;
+
+    ~courier()
+    {
+      if (!delivery_)
+        return;
+      if (std::uncaught_exceptions() > unwinding_)
+        undelivered_courier = delivery_;
+      else
+        free(delivery_);
+    }
+
+    allocator_type get_allocator() const noexcept
+    {
+      return allocator_;
+    }
+
+    void operator()()
+    {
+      std::exchange(delivery_, nullptr)->invoke();
+    }
+
+  private:
+    foreign_delivery* delivery_;
+    allocator_type allocator_;
+    int unwinding_;
+  };
+
+  static void free(foreign_delivery* d) noexcept
+  {
+    node_allocator alloc(d->allocator_);
+    d->~foreign_delivery();
+    std::allocator_traits<node_allocator>::deallocate(alloc, d, 1);
+  }
+
+  // On the handler's executor. The memory is freed before the upcall, as
+  // Asio frees an operation's before calling its handler.
+  void invoke()
+  {
+    Handler handler(std::move(handler_));
+    std::tuple<Args...> args(std::move(args_));
+    work_guard work(std::move(*work_));
+    free(this);
+    std::apply(std::move(handler), std::move(args));
+  }
+
+  static void do_complete(operation* base, node_cache*, bool invoke)
+  {
+    foreign_delivery* self = static_cast<foreign_delivery*>(base);
+    if (invoke)
+      self->attempt();
+    else
+      free(self);
+  }
+
+  loop_core& core_;
+  allocator_type allocator_;
+  std::optional<work_guard> work_;
+  Handler handler_;
+  std::tuple<Args...> args_;
+};
+
+/// The memory of one foreign_delivery, reserved when a service accepts an
+/// operation whose handler has an executor of its own, and the work held on
+/// that executor meanwhile. Movable with the operation that owns it.
+template <typename Handler, typename Executor, typename... Args>
+class reserved_delivery
+{
+  using delivery = foreign_delivery<Handler, Executor, Args...>;
+
+public:
+  using allocator_type = typename delivery::allocator_type;
+
+  /// Reserves; throws std::bad_alloc, leaving @p handler untouched.
+  reserved_delivery(loop_core& core, const Handler& handler,
+      const Executor& ex)
+    : core_(&core),
+      allocator_(boost::asio::get_associated_allocator(handler,
+            boost::asio::recycling_allocator<void>())),
+      work_(ex)
+  {
+    typename delivery::node_allocator alloc(allocator_);
+    memory_ = std::allocator_traits<typename delivery::node_allocator>::
+      allocate(alloc, 1);
+  }
+
+  reserved_delivery(reserved_delivery&& other) noexcept
+    : core_(other.core_),
+      allocator_(other.allocator_),
+      work_(std::move(other.work_)),
+      memory_(std::exchange(other.memory_, nullptr))
+  {
+  }
+
+  reserved_delivery& operator=(reserved_delivery&&) = delete;
+
+  ~reserved_delivery()
+  {
+    if (memory_)
+    {
+      typename delivery::node_allocator alloc(allocator_);
+      std::allocator_traits<typename delivery::node_allocator>::deallocate(
+          alloc, memory_, 1);
+    }
+  }
+
+  /// Builds the delivery of (@p handler, @p args...) in the reserved memory
+  /// and dispatches it (see foreign_delivery::attempt). Once. Loop thread.
+  template <typename... A>
+  void deliver(Handler&& handler, A&&... args)
+  {
+    delivery* d = ::new (static_cast<void*>(memory_)) delivery(*core_,
+        allocator_, std::move(work_), std::move(handler),
+        std::forward<A>(args)...);
+    memory_ = nullptr;
+    d->attempt();
+  }
+
+private:
+  loop_core* core_;
+  allocator_type allocator_;
+  typename delivery::work_guard work_;
+  delivery* memory_ = nullptr;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_FOREIGN_DELIVERY_HPP
