@@ -43,10 +43,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -864,17 +862,9 @@ int accept_without_descriptors()
   tcp::socket c(l);
   c.connect(acceptor.local_endpoint());
 
-  // The lowest free descriptor becomes the limit, so none can be opened.
-  const int lowest = ::open("/dev/null", O_RDONLY);
-  if (lowest < 0)
+  const std::optional<rlimit> saved = test::run_out_of_descriptors();
+  if (!saved)
     return 9;
-  ::close(lowest);
-  rlimit saved{};
-  ::getrlimit(RLIMIT_NOFILE, &saved);
-  rlimit lowered = saved;
-  lowered.rlim_cur = static_cast<rlim_t>(lowest);
-  if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0)
-    return 10;
 
   outcome o;
   turnloop::async_accept(acceptor, record(o));
@@ -901,7 +891,7 @@ int accept_without_descriptors()
       || turnloop::handle_statistics(l).in_use != 1)
     return 18;
 
-  ::setrlimit(RLIMIT_NOFILE, &saved);
+  ::setrlimit(RLIMIT_NOFILE, &*saved);
   if (!run_until(l, [&] { return o.calls != 0; }))
     return 14;
   if (o.ec || !o.socket->is_open())

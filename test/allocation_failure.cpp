@@ -35,8 +35,6 @@
 #include <string>
 #include <thread>
 
-#include <fcntl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -386,6 +384,117 @@ BOOST_AUTO_TEST_CASE(a_delivery_its_strand_never_takes_is_destroyed_with_the_loo
 
 namespace {
 
+using asio::ip::tcp;
+using accepted = turnloop::accepted_socket<tcp>;
+
+struct accept_outcome
+{
+  int calls = 0;
+  error_code ec;
+  std::optional<accepted> socket;
+  bool in_strand = false;
+};
+
+// Runs @p l in whole turns until @p done holds or the deadline passes.
+template <typename Condition>
+bool run_until(turnloop::loop& l, Condition done)
+{
+  const auto end = std::chrono::steady_clock::now() + test::deadline;
+  while (!done() && std::chrono::steady_clock::now() < end)
+  {
+    l.restart();
+    l.run_for(2ms);
+  }
+  return done();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_issued_again_after_waiting_for_a_handle_ends_with_no_memory_and_loses_no_connection)
+{
+  turnloop::config cfg;
+  cfg.max_handles = 1;
+  turnloop::loop l(cfg);
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket c1(l), c2(l);
+  c1.connect(acceptor.local_endpoint());
+  c2.connect(acceptor.local_endpoint());
+
+  accept_outcome first;
+  turnloop::async_accept(acceptor, [&](error_code ec, accepted s) {
+    ++first.calls;
+    first.socket.emplace(std::move(s));
+  });
+  BOOST_REQUIRE(run_until(l, [&] { return first.calls == 1; }));
+
+  // The only handle is held: the next accept waits for it, parked.
+  std::atomic<int> failures{0};
+  accept_outcome second;
+  turnloop::async_accept(acceptor, asio::bind_allocator(
+        failing_allocator<void>(&failures), [&](error_code ec, accepted s) {
+          ++second.calls;
+          second.ec = ec;
+          second.socket.emplace(std::move(s));
+        }));
+  l.restart();
+  l.poll();
+  BOOST_TEST(second.calls == 0);
+
+  // The handle comes back; issuing the accept again allocates Asio's
+  // operation with the handler's allocator, and that fails.
+  failures = 1;
+  first.socket.reset();
+  BOOST_REQUIRE(run_until(l, [&] { return second.calls == 1; }));
+  BOOST_TEST(failures == 0);
+  BOOST_TEST((second.ec == asio::error::no_memory));
+  BOOST_TEST(!second.socket->is_open());
+  BOOST_TEST(turnloop::handle_statistics(l).in_use == 0u);
+
+  // The connection waited in the backlog: the next accept takes it.
+  accept_outcome third;
+  turnloop::async_accept(acceptor, [&](error_code ec, accepted s) {
+    ++third.calls;
+    third.ec = ec;
+    third.socket.emplace(std::move(s));
+  });
+  BOOST_REQUIRE(run_until(l, [&] { return third.calls == 1; }));
+  BOOST_TEST(!third.ec);
+  BOOST_TEST((third.socket->remote_endpoint() == c2.local_endpoint()));
+  BOOST_TEST(turnloop::handle_statistics(l).in_use == 1u);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(an_accepted_connection_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+{
+  turnloop::loop l;
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  accept_outcome o;
+  turnloop::async_accept(acceptor, asio::bind_allocator(
+        failing_allocator<void>(&failures), asio::bind_executor(strand,
+          [&](error_code ec, accepted s) {
+            ++o.calls;
+            o.ec = ec;
+            o.socket.emplace(std::move(s));
+            o.in_strand = strand.running_in_this_thread();
+          })));
+  l.poll(); // the accept is in the kernel, its operation allocated
+  failures = 2;
+  tcp::socket c(l);
+  c.connect(acceptor.local_endpoint());
+  bool done = false;
+  BOOST_CHECK_NO_THROW(done = run_until(l, [&] { return o.calls == 1; }));
+  BOOST_REQUIRE(done);
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(o.in_strand);
+  BOOST_TEST((o.socket->remote_endpoint() == c.local_endpoint()));
+  BOOST_TEST(turnloop::handle_statistics(l).in_use == 1u);
+}
+
+namespace {
+
 // In a child process (it lowers RLIMIT_NOFILE): an accept that runs out of
 // descriptors backs off, and parking it fails for lack of memory. Returns 0
 // if it ended with no_memory, a code naming the check that failed otherwise.
@@ -406,16 +515,9 @@ int accept_that_cannot_park()
           got = ec;
         }));
 
-  const int lowest = ::open("/dev/null", O_RDONLY);
-  if (lowest < 0)
+  const std::optional<rlimit> saved = test::run_out_of_descriptors();
+  if (!saved)
     return 9;
-  ::close(lowest);
-  rlimit saved{};
-  ::getrlimit(RLIMIT_NOFILE, &saved);
-  rlimit lowered = saved;
-  lowered.rlim_cur = static_cast<rlim_t>(lowest);
-  if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0)
-    return 10;
   failures = every_request;
   error_code connected;
   c.connect(acceptor.local_endpoint(), connected);
@@ -430,7 +532,7 @@ int accept_that_cannot_park()
     return 11; // escaped run(): the accept's handler was dropped
   }
   failures = 0;
-  ::setrlimit(RLIMIT_NOFILE, &saved);
+  ::setrlimit(RLIMIT_NOFILE, &*saved);
   if (calls != 1)
     return 12;
   if (got != asio::error::no_memory)

@@ -2,8 +2,9 @@
 // test/support.hpp
 //
 // Helpers shared by the test modules: waiting on a condition with a deadline
-// (never sleeping as a way to synchronise), and reading the process's thread
-// count.
+// (never sleeping as a way to synchronise), reading the process's thread
+// count, running a case in a child process, and running the process out of
+// descriptors.
 //
 
 #ifndef TURNLOOP_TEST_SUPPORT_HPP
@@ -15,10 +16,13 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -103,6 +107,26 @@ int exit_status_in_child(Body body)
   if (::waitpid(child, &status, 0) != child || !WIFEXITED(status))
     return -1;
   return WEXITSTATUS(status);
+}
+
+/// Lowers RLIMIT_NOFILE to the lowest free descriptor, so that no
+/// descriptor can be opened until it is raised again. For a child process
+/// (see exit_status_in_child). Returns the limit to restore, or nothing if
+/// it could not be lowered.
+inline std::optional<rlimit> run_out_of_descriptors()
+{
+  const int lowest = ::open("/dev/null", O_RDONLY);
+  if (lowest < 0)
+    return std::nullopt;
+  ::close(lowest);
+  rlimit saved{};
+  if (::getrlimit(RLIMIT_NOFILE, &saved) != 0)
+    return std::nullopt;
+  rlimit lowered = saved;
+  lowered.rlim_cur = static_cast<rlim_t>(lowest);
+  if (::setrlimit(RLIMIT_NOFILE, &lowered) != 0)
+    return std::nullopt;
+  return saved;
 }
 
 /// Runs @p work in a child process and returns how far its resident set

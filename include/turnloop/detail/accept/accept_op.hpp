@@ -29,9 +29,11 @@
 #include <turnloop/detail/accept/accept_record.hpp>
 #include <turnloop/detail/accept/handle_service.hpp>
 #include <turnloop/detail/accept/handle_unit.hpp>
+#include <turnloop/detail/foreign_delivery.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/basic_stream_socket.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -49,6 +51,7 @@
 #include <concepts>
 #include <type_traits>
 #include <new>
+#include <optional>
 #include <utility>
 
 #include <sys/socket.h>
@@ -217,8 +220,23 @@ public:
     if (a.refused)
       return refuse(acceptor, std::move(handler), a.refused);
 
+    // A handler with an executor of its own gets its completion through
+    // memory reserved now (see foreign_delivery.hpp).
+    std::optional<reservation> reserved;
+    try
+    {
+      const auto ex = boost::asio::get_associated_executor(handler,
+          acceptor.get_executor());
+      if (!invokes_directly(ex, service->owner()))
+        reserved.emplace(core_of(service->owner()), handler, ex);
+    }
+    catch (...)
+    {
+      service->complete(a.id, false);
+      throw;
+    }
     accept_op op(acceptor, *service, a.id, std::move(a.handle),
-        std::move(handler));
+        std::move(reserved), std::move(handler));
     if (!op.handle_)
       return op.park(false);
     if constexpr (plain_slot)
@@ -285,12 +303,18 @@ private:
     boost::asio::associated_cancellation_slot_t<Handler>,
     boost::asio::cancellation_slot>;
 
+  using reservation = reserved_delivery<Handler,
+        boost::asio::associated_executor_t<Handler, Executor>,
+        boost::system::error_code, socket_type>;
+
   accept_op(acceptor_type& acceptor, handle_service& service, slot_id id,
-      handle_unit&& handle, Handler&& handler)
+      handle_unit&& handle, std::optional<reservation>&& reserved,
+      Handler&& handler)
     : acceptor_(&acceptor),
       service_(&service),
       id_(id),
       handle_(std::move(handle)),
+      reserved_(std::move(reserved)),
       handler_(std::move(handler)),
       work_(handler_, acceptor.get_executor())
   {
@@ -366,6 +390,8 @@ private:
     socket_type socket(std::move(peer), std::move(handle_));
     boost::asio::detail::handler_work<Handler, Executor> work(
         std::move(work_));
+    if (reserved_)
+      return reserved_->deliver(std::move(handler_), ec, std::move(socket));
     boost::asio::detail::move_binder2<Handler, boost::system::error_code,
       socket_type> handler(0, std::move(handler_), ec, std::move(socket));
     work.complete(handler, handler.handler_);
@@ -375,6 +401,7 @@ private:
   handle_service* service_;
   slot_id id_;
   handle_unit handle_;
+  std::optional<reservation> reserved_;
   Handler handler_;
   boost::asio::detail::handler_work<Handler, Executor> work_;
   boost::asio::cancellation_slot slot_;

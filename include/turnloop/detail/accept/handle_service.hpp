@@ -67,6 +67,12 @@ public:
   /// not a turnloop::loop.
   TURNLOOP_DECL static handle_service* of(boost::asio::execution_context& ctx);
 
+  /// The loop this service belongs to.
+  loop& owner() const noexcept
+  {
+    return loop_;
+  }
+
   /// A submission's admission: refused (resource_limit at max_operations),
   /// or a record, with a handle if one was free and no accept is in line.
   struct admission
