@@ -24,22 +24,22 @@
 
 namespace turnloop {
 
-namespace {
+namespace detail {
 
-loop& checked_loop(boost::asio::execution_context& ctx)
+inline loop& checked_loop(boost::asio::execution_context& ctx)
 {
-  if (loop* l = detail::loop_of(ctx))
+  if (loop* l = loop_of(ctx))
     return *l;
   throw boost::system::system_error(
       boost::asio::error::operation_not_supported,
       "turnloop::buffer_pool needs a turnloop::loop");
 }
 
-} // namespace
+} // namespace detail
 
 TURNLOOP_DECL buffer_pool::buffer_pool(boost::asio::execution_context& ctx)
   : boost::asio::execution_context::service(ctx),
-    loop_(checked_loop(ctx)),
+    loop_(detail::checked_loop(ctx)),
     core_(detail::core_of(loop_)),
     capacity_(core_.get_config().pooled_buffers),
     buffer_size_(core_.get_config().pooled_buffer_size),

@@ -20,8 +20,6 @@
 namespace turnloop {
 namespace detail {
 
-namespace {
-
 struct pinned_setting
 {
   const char* section;
@@ -32,13 +30,13 @@ struct pinned_setting
   const char* reason;
 };
 
-constexpr const char* locking_reason =
+inline constexpr const char* locking_reason =
   "must be 1: other threads post to a loop and stop it";
-constexpr const char* spin_reason = "must be 0: a loop never spins";
-constexpr const char* wait_reason =
+inline constexpr const char* spin_reason = "must be 0: a loop never spins";
+inline constexpr const char* wait_reason =
   "must be -1: a loop waits until there is work or a deadline";
 
-constexpr pinned_setting pinned_settings[] = {
+inline constexpr pinned_setting pinned_settings[] = {
   {"scheduler", "concurrency_hint", "1", nullptr},
   {"scheduler", "locking", "1", locking_reason},
   {"scheduler", "locking_spin_count", "0", spin_reason},
@@ -50,7 +48,7 @@ constexpr pinned_setting pinned_settings[] = {
   {"reactor", "io_locking_spin_count", "0", spin_reason},
 };
 
-const pinned_setting* find_pinned(const char* section, const char* key) noexcept
+inline const pinned_setting* find_pinned(const char* section, const char* key) noexcept
 {
   for (const pinned_setting& s : pinned_settings)
     if (std::strcmp(s.section, section) == 0 && std::strcmp(s.key, key) == 0)
@@ -58,14 +56,12 @@ const pinned_setting* find_pinned(const char* section, const char* key) noexcept
   return nullptr;
 }
 
-[[noreturn]] void refuse_setting(const pinned_setting& s, const std::string& what)
+[[noreturn]] inline void refuse_setting(const pinned_setting& s, const std::string& what)
 {
   throw boost::system::system_error(make_error_code(error::invalid_config),
       "turnloop::loop: Asio setting " + std::string(s.section) + "."
       + s.key + " " + what);
 }
-
-} // namespace
 
 TURNLOOP_DECL user_asio_config::user_asio_config(
     const boost::asio::execution_context::service_maker& initial_services)

@@ -34,21 +34,17 @@
 namespace turnloop {
 namespace detail {
 
-namespace {
-
-const config& validated(const config& c)
+inline const config& validated_config(const config& c)
 {
   c.validate();
   return c;
 }
 
-} // namespace
-
 TURNLOOP_DECL loop_core::loop_core(boost::asio::io_context& owner,
     const config& cfg)
   : owner_(owner),
     scheduler_(boost::asio::use_service<boost::asio::detail::scheduler>(owner)),
-    config_(validated(cfg)),
+    config_(validated_config(cfg)),
     visit_limit_(cfg.events_per_turn),
     operations_(cfg.max_operations),
     handles_(cfg.max_handles)
@@ -76,9 +72,7 @@ TURNLOOP_DECL void loop_core::start()
 // io_context::run(). Transient holds are short, so a thread that needs the
 // loop waits them out; a run() owner is another matter (already_running).
 
-namespace {
-
-constexpr std::uintptr_t transient_bit = 1;
+inline constexpr std::uintptr_t transient_bit = 1;
 
 inline const void* owner_tag(const void* thread, bool transient) noexcept
 {
@@ -90,8 +84,6 @@ inline bool is_transient(const void* owner) noexcept
 {
   return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
 }
-
-} // namespace
 
 TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
 {
@@ -521,8 +513,6 @@ TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
     enqueue_turn();
 }
 
-namespace {
-
 // The epoll result Asio's scheduler hands to a completed reactor operation
 // lives in a protected member; a pointer to it, taken through a derived
 // class, may be applied to any operation.
@@ -533,8 +523,6 @@ struct task_result_access : boost::asio::detail::scheduler_operation
     return op.*(&task_result_access::task_result_);
   }
 };
-
-} // namespace
 
 TURNLOOP_DECL bool loop_core::completes_io_here() const noexcept
 {

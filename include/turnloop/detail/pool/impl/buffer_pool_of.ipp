@@ -18,16 +18,12 @@ TURNLOOP_DECL std::atomic<std::uint64_t>& pools_shut_down() noexcept
   return count;
 }
 
-namespace {
-
 struct remembered_pool
 {
   boost::asio::execution_context* context;
   buffer_pool* pool;
   std::uint64_t pools_shut_down;
 };
-
-} // namespace
 
 TURNLOOP_DECL buffer_pool* buffer_pool_of(
     boost::asio::execution_context& ctx)

@@ -14,15 +14,11 @@
 namespace turnloop {
 namespace detail {
 
-namespace {
-
-void free_buffer(pooled_buffer* b) noexcept
+inline void free_buffer(pooled_buffer* b) noexcept
 {
   b->~pooled_buffer();
   ::operator delete(static_cast<void*>(b));
 }
-
-} // namespace
 
 TURNLOOP_DECL buffer_store::buffer_store(std::size_t ceiling,
     std::size_t buffer_size, loop_core& core, buffer_pool& pool) noexcept
