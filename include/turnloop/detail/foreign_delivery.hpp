@@ -15,6 +15,10 @@
 // allocates except the executor's own dispatch, and that failing loses
 // nothing: while memory stays short, the loop retries once a turn.
 //
+// What it cannot mend: an executor that throws after it has queued the
+// courier (Asio's strand, when scheduling itself on its inner executor
+// fails) keeps it, and the exception leaves run() as Asio's would.
+//
 
 #ifndef TURNLOOP_DETAIL_FOREIGN_DELIVERY_HPP
 #define TURNLOOP_DETAIL_FOREIGN_DELIVERY_HPP
@@ -101,6 +105,7 @@ public:
   /// Loop thread.
   void attempt()
   {
+    undelivered_courier = nullptr;
     try
     {
       boost::asio::dispatch(work_->get_executor(), courier(this));
