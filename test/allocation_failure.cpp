@@ -352,6 +352,67 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_its_strand_cannot_take_for_lack_of_memory_is_
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_blocking_refusal_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn,
+    * test::threads_label())
+{
+  turnloop::config cfg;
+  cfg.blocking.max_undelivered = 1;
+  turnloop::loop l(cfg);
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  int admitted = 0;
+  int calls = 0;
+  error_code got;
+  bool in_strand = false;
+  turnloop::async_blocking(l, [] { return 1; },
+      [&](error_code, std::exception_ptr, int) { ++admitted; });
+  turnloop::async_blocking(l, [] { return 2; }, asio::bind_allocator(
+        failing_allocator<void>(&failures), asio::bind_executor(strand,
+          [&](error_code ec, std::exception_ptr, int) {
+            ++calls;
+            got = ec;
+            in_strand = strand.running_in_this_thread();
+          })));
+  failures = 2;
+  BOOST_CHECK_NO_THROW(l.run());
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(admitted == 1);
+  BOOST_TEST(calls == 1);
+  BOOST_TEST((got == turnloop::error::resource_limit));
+  BOOST_TEST(in_strand);
+}
+
+BOOST_AUTO_TEST_CASE(a_lease_refusal_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+{
+  for (const bool on_loop : {false, true})
+  {
+    turnloop::loop l(pool_config(0)); // a disabled pool refuses every lease
+    auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+    auto strand = asio::make_strand(l);
+    std::atomic<int> failures{0};
+    outcome o;
+    bool in_strand = false;
+    auto lease = [&] {
+      pool.async_lease(asio::bind_allocator(
+            failing_allocator<void>(&failures), asio::bind_executor(strand,
+              [&](error_code ec, turnloop::buffer_lease lease) {
+                record(o)(ec, std::move(lease));
+                in_strand = strand.running_in_this_thread();
+              })));
+      failures = 2;
+    };
+    if (on_loop)
+      asio::post(l, lease);
+    else
+      lease();
+    BOOST_CHECK_NO_THROW(l.run());
+    BOOST_TEST(failures == 0);
+    BOOST_TEST(o.calls == 1);
+    BOOST_TEST((o.ec == turnloop::error::resource_limit));
+    BOOST_TEST(in_strand);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_delivery_its_strand_never_takes_is_destroyed_with_the_loop)
 {
   std::atomic<int> failures{0};

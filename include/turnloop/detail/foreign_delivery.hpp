@@ -29,6 +29,7 @@
 #include <turnloop/loop.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/recycling_allocator.hpp>
@@ -280,6 +281,69 @@ private:
   typename delivery::work_guard work_;
   delivery* memory_ = nullptr;
 };
+
+/// A completion decided at the call and delivered in a later turn: a
+/// refusal, say. It is the function a service posts to the loop (a plain
+/// post on the loop's thread, a refusable one off it: remote_refusal.hpp).
+/// Run in that turn, it calls a handler that runs on the loop directly, and
+/// hands one bound elsewhere to its executor through a delivery reserved at
+/// the call; so the turn allocates nothing but that executor's dispatch,
+/// which is retried as above.
+template <typename IoExecutor, typename Handler, typename... Args>
+class later_completion
+{
+public:
+  using handler_executor =
+    boost::asio::associated_executor_t<Handler, IoExecutor>;
+  using reservation = reserved_delivery<Handler, handler_executor, Args...>;
+
+  /// Throws std::bad_alloc if the delivery cannot be reserved; the
+  /// handler is then destroyed, as when an initiating function throws.
+  later_completion(loop& l, const IoExecutor& io_ex, Handler&& handler,
+      Args... args)
+    : handler_(std::move(handler)),
+      args_(std::move(args)...)
+  {
+    const handler_executor ex =
+      boost::asio::get_associated_executor(handler_, io_ex);
+    if (!invokes_directly(ex, l))
+      reserved_.emplace(core_of(l), handler_, ex);
+  }
+
+  later_completion(later_completion&&) = default;
+
+  /// The handler, for an operation that may yet go ahead with it.
+  Handler& handler() noexcept
+  {
+    return handler_;
+  }
+
+  /// In a turn of the loop, on its thread.
+  void operator()()
+  {
+    if (!reserved_)
+      return std::apply(std::move(handler_), std::move(args_));
+    std::apply([this](Args&&... args) {
+          reserved_->deliver(std::move(handler_), std::move(args)...);
+        }, std::move(args_));
+  }
+
+private:
+  Handler handler_;
+  std::tuple<Args...> args_;
+  std::optional<reservation> reserved_;
+};
+
+/// Makes a later_completion of (@p handler, @p args...).
+template <typename IoExecutor, typename Handler, typename... Args>
+later_completion<IoExecutor, std::decay_t<Handler>, std::decay_t<Args>...>
+make_later_completion(loop& l, const IoExecutor& io_ex, Handler&& handler,
+    Args&&... args)
+{
+  return later_completion<IoExecutor, std::decay_t<Handler>,
+         std::decay_t<Args>...>(l, io_ex, std::forward<Handler>(handler),
+             std::forward<Args>(args)...);
+}
 
 } // namespace detail
 } // namespace turnloop

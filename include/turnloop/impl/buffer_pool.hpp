@@ -11,8 +11,8 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
 
+#include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 
 #include <cassert>
@@ -97,19 +97,17 @@ void buffer_pool::start_lease(Handler&& handler)
   boost::system::error_code ec;
   const bool admitted = admit(unit, ec);
   const bool on_loop = core_.running_in_this_thread();
+  handler_type h(std::forward<Handler>(handler));
   if (!admitted)
   {
-    auto refusal = boost::asio::detail::move_binder2<handler_type,
-          boost::system::error_code, buffer_lease>(0,
-            handler_type(std::forward<Handler>(handler)), ec, buffer_lease());
+    auto refusal = detail::make_later_completion(loop_, get_executor(),
+        std::move(h), ec,
+        buffer_lease());
     if (on_loop)
-      boost::asio::post(get_executor(), std::move(refusal));
+      core_.post(std::move(refusal), std::allocator<void>());
     else
     {
-      detail::post_remote_refusal(core_,
-          [this, refusal = std::move(refusal)]() mutable {
-            boost::asio::post(get_executor(), std::move(refusal));
-          },
+      detail::post_remote_refusal(core_, std::move(refusal),
           "turnloop::buffer_pool::async_lease: refused off the loop's "
           "thread while config::post_capacity refusals wait for the loop");
     }
@@ -119,26 +117,25 @@ void buffer_pool::start_lease(Handler&& handler)
   if (!on_loop)
   {
     // The pool's lists belong to the loop's thread. The request was
-    // accepted here, so a lack of memory there ends it with no_memory
-    // rather than dropping it.
-    core_.post([this, h = handler_type(std::forward<Handler>(handler)),
+    // accepted here, so a lack of memory there ends it with no_memory,
+    // delivered without allocating in that turn, rather than dropping it.
+    core_.post([this, lacking = detail::make_later_completion(loop_,
+            get_executor(), std::move(h),
+            boost::system::error_code(boost::asio::error::no_memory),
+            buffer_lease()),
           unit = std::move(unit)]() mutable {
           try
           {
-            lease_admitted(h, std::move(unit));
+            lease_admitted(lacking.handler(), std::move(unit));
           }
           catch (const std::bad_alloc&)
           {
             unit.reset();
-            boost::asio::post(get_executor(),
-                boost::asio::detail::move_binder2<handler_type,
-                  boost::system::error_code, buffer_lease>(0, std::move(h),
-                    boost::asio::error::no_memory, buffer_lease()));
+            lacking();
           }
         }, std::allocator<void>());
     return;
   }
-  handler_type h(std::forward<Handler>(handler));
   lease_admitted(h, std::move(unit));
 }
 

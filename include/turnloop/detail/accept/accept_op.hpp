@@ -218,7 +218,13 @@ public:
           boost::asio::error::operation_not_supported);
     handle_service::admission a = service->admit();
     if (a.refused)
-      return refuse(acceptor, std::move(handler), a.refused);
+    {
+      // Delivered in a later turn of the loop (see later_completion).
+      handle_service& s = *service;
+      return core_of(s.owner()).post(make_later_completion(s.owner(),
+            acceptor.get_executor(), std::move(handler), a.refused,
+            socket_type(acceptor.get_executor())), std::allocator<void>());
+    }
 
     // A handler with an executor of its own gets its completion through
     // memory reserved now (see foreign_delivery.hpp).

@@ -20,12 +20,10 @@
 #include <turnloop/error.hpp>
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/append.hpp>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 
 #include <exception>
@@ -86,21 +84,18 @@ public:
     return handler_;
   }
 
-  /// Posts the completion of a refused submission: resource_limit, in a
-  /// later turn (asio::post never runs it inline).
-  template <typename H>
-  static void post_refusal(const IoExecutor& io_ex, H&& handler)
+  /// The completion of a refused submission, resource_limit, to be posted
+  /// to the loop (see later_completion).
+  static auto refusal(loop& l, const IoExecutor& io_ex, Handler&& handler)
   {
     const boost::system::error_code ec = make_error_code(error::resource_limit);
     if constexpr (std::is_void_v<result_type>)
-    {
-      boost::asio::post(io_ex, boost::asio::append(std::forward<H>(handler),
-            ec, std::exception_ptr()));
-    }
+      return make_later_completion(l, io_ex, std::move(handler), ec,
+          std::exception_ptr());
     else
     {
-      boost::asio::post(io_ex, boost::asio::append(std::forward<H>(handler),
-            ec, std::exception_ptr(), result_type()));
+      return make_later_completion(l, io_ex, std::move(handler), ec,
+          std::exception_ptr(), result_type());
     }
   }
 

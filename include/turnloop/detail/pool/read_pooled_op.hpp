@@ -38,6 +38,7 @@
 #include <boost/asio/detail/bind_handler.hpp>
 
 #include <concepts>
+#include <memory>
 #include <new>
 #include <optional>
 #include <type_traits>
@@ -84,22 +85,26 @@ public:
     buffer_pool* pool = buffer_pool_of_executor(io_ex);
     operation_unit unit;
     boost::system::error_code ec = boost::asio::error::operation_not_supported;
-    if (!pool || !pool->admit(unit, ec))
+    if (!pool)
+    {
+      // Not a loop's stream: there is no loop to deliver through.
+      return boost::asio::post(io_ex, boost::asio::detail::move_binder2<
+          Handler, boost::system::error_code, buffer_lease>(
+            0, std::move(handler), ec, buffer_lease()));
+    }
+    if (!pool->admit(unit, ec))
     {
       // Refused: delivered like any completion, never inside this call;
       // from another thread, within config::post_capacity (see
       // remote_refusal.hpp).
-      auto refusal = boost::asio::detail::move_binder2<Handler,
-            boost::system::error_code, buffer_lease>(
-              0, std::move(handler), ec, buffer_lease());
-      if (!pool || pool->core_.running_in_this_thread())
-        boost::asio::post(io_ex, std::move(refusal));
+      auto refusal = make_later_completion(pool->loop_, io_ex,
+          std::move(handler), ec,
+          buffer_lease());
+      if (pool->core_.running_in_this_thread())
+        pool->core_.post(std::move(refusal), std::allocator<void>());
       else
       {
-        post_remote_refusal(pool->core_,
-            [io_ex, refusal = std::move(refusal)]() mutable {
-              boost::asio::post(io_ex, std::move(refusal));
-            },
+        post_remote_refusal(pool->core_, std::move(refusal),
             "turnloop::async_read_pooled: refused off the loop's thread "
             "while config::post_capacity refusals wait for the loop");
       }

@@ -11,7 +11,6 @@
 #include <turnloop/detail/remote_refusal.hpp>
 
 #include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/post.hpp>
 
 #include <memory>
 #include <type_traits>
@@ -31,15 +30,13 @@ void blocking_service::submit(bool long_job, const IoExecutor& io_ex,
   const bool on_loop = core_.running_in_this_thread();
   if (admit(long_job, on_loop))
   {
+    auto refusal = op_type::refusal(loop_, io_ex,
+        handler_type(std::forward<Handler>(handler)));
     if (on_loop)
-      op_type::post_refusal(io_ex, std::forward<Handler>(handler));
+      core_.post(std::move(refusal), std::allocator<void>());
     else
     {
-      post_remote_refusal(core_,
-          [io_ex, h = handler_type(std::forward<Handler>(handler))]() mutable
-          {
-            op_type::post_refusal(io_ex, std::move(h));
-          },
+      post_remote_refusal(core_, std::move(refusal),
           "turnloop::async_blocking: refused off the loop's thread while "
           "config::post_capacity refusals wait for the loop");
     }
