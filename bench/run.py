@@ -162,6 +162,13 @@ WORKLOADS = [
              [per_s("requests_per_s", "tcp_http", "k requests/s", 1e-3)],
              "HTTP/1.1 keep-alive request/response, 64 connections",
              count_allocations=True, args={"connections": 64}),
+    Workload("tcp_http_pooled", "tcp", "tcp", "http_pooled",
+             {"quick": {"requests": 100}, "full": {"requests": 1_000},
+              "callgrind": {"requests": 50}},
+             [per_s("requests_per_s", "tcp_http_pooled", "k requests/s", 1e-3)],
+             "tcp_http with the turnloop server on pooled reads "
+             "(io_context sides: the stock server)",
+             count_allocations=True, args={"connections": 64}),
     Workload("blocking_no_op_1", "blocking", "blocking", "no_op",
              {"quick": {"jobs": 5_000}, "full": {"jobs": 50_000},
               "callgrind": {"jobs": 2_000}},
