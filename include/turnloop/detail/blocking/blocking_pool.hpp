@@ -7,11 +7,14 @@
 //
 // - Bounded workers (config::blocking.threads) start on the first bounded
 //   job and take jobs from one FIFO queue. A worker with nothing to do looks
-//   out for a new job for a moment, then sleeps on a semaphore of its own.
-//   At most one worker at a time is "searching" (looking out, or woken and
-//   on its way): it takes a job and, if more are queued, wakes the next. So
-//   a burst of submissions costs the loop one wake at most, and no worker is
-//   woken only to find the queue empty.
+//   out for a new job for a moment, then sleeps on a semaphore of its own;
+//   at most one worker at a time looks out, and it stops (and the next
+//   look-outs are skipped) when a yield shows that another thread wanted its
+//   core. A submission wakes as many sleepers as there are queued jobs that
+//   no "searching" worker (looking out, or woken and on its way) will take,
+//   so no worker is woken only to find the queue empty, each woken worker
+//   starts at once on a core the scheduler picks, and no job waits for a
+//   look-out that is off its core.
 // - The loop hands over the jobs submitted while it delivers results in
 //   batches (stage(), then flush()): one lock for several jobs.
 // - A long job gets a thread of its own, created when the loop starts the
