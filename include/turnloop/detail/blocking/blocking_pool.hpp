@@ -234,7 +234,8 @@ private:
 
   TURNLOOP_DECL bool may_look_out() noexcept;
   TURNLOOP_DECL void after_look_out(bool contended) noexcept;
-  TURNLOOP_DECL bool look_out() noexcept;
+  TURNLOOP_DECL bool look_out(
+      std::chrono::steady_clock::time_point now) noexcept;
   TURNLOOP_DECL worker* sleepers_for_new_jobs() noexcept;
   TURNLOOP_DECL static void wake(worker* woken) noexcept;
   TURNLOOP_DECL bool lookout_stalled() const noexcept;

@@ -268,22 +268,22 @@ TURNLOOP_DECL void blocking_pool::after_look_out(bool contended) noexcept
   spins_to_skip_ = spin_penalty_;
 }
 
-TURNLOOP_DECL bool blocking_pool::look_out() noexcept
+TURNLOOP_DECL bool blocking_pool::look_out(
+    std::chrono::steady_clock::time_point now) noexcept
 {
   // A yield that returns late gave the core to another thread that wanted
   // it: the machine is busy, and time spent here is taken from the loop or
   // its neighbours, so the worker stops and sleeps.
-  auto now = std::chrono::steady_clock::now();
   const auto until = now + spin_time;
   for (;;)
   {
-    lookout_beat_.store(now.time_since_epoch().count(),
-        std::memory_order_relaxed);
     if (queued_.load(std::memory_order_relaxed) != 0 || now >= until)
       return false;
     std::this_thread::yield();
     const auto before = now;
     now = std::chrono::steady_clock::now();
+    lookout_beat_.store(now.time_since_epoch().count(),
+        std::memory_order_relaxed);
     if (now - before > core_lost_after)
       return true;
   }
@@ -306,11 +306,11 @@ TURNLOOP_DECL void blocking_pool::work(worker& self) noexcept
       spun = true;
       ++searching_;
       looking_out_ = true;
-      lookout_beat_.store(
-          std::chrono::steady_clock::now().time_since_epoch().count(),
+      const auto now = std::chrono::steady_clock::now();
+      lookout_beat_.store(now.time_since_epoch().count(),
           std::memory_order_relaxed);
       lock.unlock();
-      const bool contended = look_out();
+      const bool contended = look_out(now);
       lock.lock();
       looking_out_ = false;
       --searching_;
