@@ -58,7 +58,6 @@ class Workload:
     description: str
     count_allocations: bool = False
     args: dict = field(default_factory=dict)  # fixed parameters
-    turnloop_only: bool = False  # no io_context equivalent to run
 
 
 def per_s(key, label, unit, scale):
@@ -191,6 +190,22 @@ WORKLOADS = [
               Metric("us_per_job", "blocking_stat_32 round trip", "µs/job", 1,
                      "lower", 3)],
              "stat(\".\") as the job, 32 in flight", args={"concurrency": 32}),
+] + [
+    # The blocking rows again on a busy machine: a spinning thread per
+    # hardware thread in the benchmark's process, on both sides. No
+    # callgrind size: the hog's own instructions would be counted.
+    Workload(f"{name}_busy", "blocking", "blocking", subcommand,
+             {"quick": {"jobs": jobs // 4}, "full": {"jobs": jobs}},
+             [per_s("jobs_per_s", f"{name}_busy", "k jobs/s", 1e-3),
+              Metric("us_per_job", f"{name}_busy round trip", "µs/job", 1,
+                     "lower", 3)],
+             f"{name} beside a CPU hog on every core",
+             args={"concurrency": concurrency, "hog": 1})
+    for name, subcommand, concurrency, jobs in (
+        ("blocking_no_op_1", "no_op", 1, 20_000),
+        ("blocking_no_op_32", "no_op", 32, 80_000),
+        ("blocking_stat_32", "stat", 32, 40_000))
+] + [
     Workload("memory_idle_connections", "memory", "memory", "idle_connections",
              {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
              [Metric("resident_bytes_per_connection",
@@ -211,9 +226,10 @@ WORKLOADS = [
                      "memory_idle_connections pooled heap", "bytes/connection",
                      1, "lower", 0)],
              "the same with pooled reads, no buffer per connection "
-             "(turnloop only; config net, whose max_operations admits every "
-             "pending read)",
-             args={"config": "net"}, turnloop_only=True),
+             "(turnloop, config net, whose max_operations admits every "
+             "pending read; the io_context sides: the stock server, a 16 KiB "
+             "buffer per connection)",
+             args={"config": "net", "buffer": 16384}),
 ]
 
 # The idle-context rows: (context column, config column, side, arguments).
@@ -234,10 +250,6 @@ MODES = {"quick": {"runs": 3, "allocation_runs": 1},
 
 def progress(text):
     print(text, file=sys.stderr, flush=True)
-
-
-def sides_of(w):
-    return ("turnloop",) if w.turnloop_only else report.SIDES
 
 
 def child_command(w, side, params, mode, config=None):
@@ -306,7 +318,7 @@ def side_entries(results_by_side, value_of, sides):
 
 def run_workload(w, mode, rounds, raw):
     """Warm-up round plus `rounds` measured rounds, sides interleaved."""
-    sides = sides_of(w)
+    sides = report.SIDES
     measured = {s: [] for s in sides}
     stopped = set()  # sides that are pending or failed are not run again
     for i in range(rounds + 1):
@@ -490,7 +502,8 @@ def main_timed(args):
     timing_rows = [r for r in rows if not r["workload"].startswith("memory")]
     memory_rows = [r for r in rows if r["workload"].startswith("memory")]
     instr = instructions_line(raw)
-    chart = report.write_svg(base + ".svg", timing_rows + memory_rows,
+    chart = report.write_svg(base + ".svg", timing_rows + memory_rows
+                             + report.idle_chart_rows(idle_rows),
                              f"{header['date']}, {header['machine']}, {mode} mode")
     report.write_json(base + ".json", {
         "header": header, "instructions": instr, "elapsed_s": elapsed,
