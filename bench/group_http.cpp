@@ -7,7 +7,13 @@
 //   io_context        one io_context, run() from T threads, one acceptor
 //   io_context_each   one io_context(1) per thread, SO_REUSEPORT acceptors
 //                     (the hand-made "context per core")
-//   loop_group        turnloop::loop_group(T) with turnloop::sharded_acceptor
+//   loop_group        turnloop::loop_group(T) with SO_REUSEPORT acceptors,
+//                     one per loop (turnloop::sharded_acceptor's shape)
+//   loop_group_handoff
+//                     turnloop::loop_group(T) with one acceptor on loop 0
+//                     handing each socket to the next loop round robin
+//                     (turnloop::group_acceptor's shape: turnloop::
+//                     async_accept with the next loop's executor)
 //
 // The server is a child process (so its CPU time is its own, read from
 // /proc/<pid>/stat over the measured window); the load generator is this
@@ -22,8 +28,8 @@
 // checks (a response missing or malformed), 2 bad command line.
 //
 
+#include <turnloop/accept.hpp>
 #include <turnloop/loop_group.hpp>
-#include <turnloop/sharded_acceptor.hpp>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
@@ -138,6 +144,30 @@ void accept_on(Acceptor& acceptor)
   });
 }
 
+// Accepts on loop 0's acceptor, each socket built on the next loop and its
+// session started there.
+void hand_off(tcp::acceptor& acceptor, turnloop::loop_group& group,
+    std::size_t& next)
+{
+  const auto ex = group.loop(next).get_executor();
+  next = (next + 1) % group.size();
+  turnloop::async_accept(acceptor, ex, [&acceptor, &group, &next](
+      boost::system::error_code ec, turnloop::accepted_socket<tcp> s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+    {
+      s.set_option(tcp::no_delay(true));
+      const auto on = s.get_executor();
+      asio::post(on, [s = std::move(s)]() mutable {
+        std::make_shared<session<turnloop::accepted_socket<tcp>>>(
+            std::move(s))->start();
+      });
+    }
+    hand_off(acceptor, group, next);
+  });
+}
+
 // The listening sockets are made by the parent (so it knows the port before
 // the child runs) and handed to the child by descriptor.
 void serve(const std::string& side, std::size_t threads,
@@ -186,6 +216,18 @@ void serve(const std::string& side, std::size_t threads,
     ctxs[0]->run();
     for (auto& t : others)
       t.join();
+  }
+  else if (side == "loop_group_handoff")
+  {
+    turnloop::loop_group group(threads);
+    tcp::acceptor a(group.loop(0));
+    a.assign(tcp::v4(), listeners[0]);
+    std::size_t next = 0;
+    hand_off(a, group, next);
+    asio::signal_set stop(group.loop(0), SIGTERM);
+    stop.async_wait([&](auto, int) { group.stop(); });
+    signal_ready();
+    group.run();
   }
   else
   {
@@ -330,15 +372,17 @@ int main(int argc, char** argv)
       side.clear();
   }
   if ((side != "io_context" && side != "io_context_each"
-        && side != "loop_group") || threads == 0 || connections == 0)
+        && side != "loop_group" && side != "loop_group_handoff") || threads == 0 || connections == 0)
   {
     std::cerr << "usage: group_http --side io_context|io_context_each|"
-                 "loop_group --threads T --connections C [--ms M]\n";
+                 "loop_group|loop_group_handoff --threads T --connections C "
+                 "[--ms M]\n";
     return 2;
   }
 
   std::vector<int> listeners;
-  const std::size_t count = side == "io_context" ? 1 : threads;
+  const std::size_t count =
+    (side == "io_context" || side == "loop_group_handoff") ? 1 : threads;
   listeners.push_back(listener(0, count > 1));
   for (std::size_t i = 1; i < count; ++i)
     listeners.push_back(listener(port_of(listeners[0]), true));
