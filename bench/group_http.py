@@ -12,21 +12,103 @@ CPU-second of each, and the two loop_group sides' ratios to the two io_context s
 the same T. Raw runs go to bench/results/group_http.json.
 
   group_http.py [--runs N] [--ms M] [--program PATH]
+  group_http.py --counts [--program PATH]
+
+--counts measures what does not depend on the machine's load instead: one
+run per (threads, side) at C = 64, the server under callgrind (instructions
+per request answered) and, separately, under strace -f (system calls per
+request answered, the server's threads only). Under valgrind the server's
+threads take turns, so the instruction counts show each side's own work,
+not what contention costs it.
 
 bench/run.sh --group runs it with the programs bench/run.sh builds.
 """
 
 import argparse
+import glob
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = ["io_context", "io_context_each", "loop_group", "loop_group_handoff"]
 GROUP_SIDES = ["loop_group", "loop_group_handoff"]
+
+
+def callgrind_total(path):
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    return None
+
+
+def server_threads(prefix, pid):
+    """The tids of process @p pid from strace -ff files: its own and those
+    its threads cloned, transitively."""
+    tids, todo = set(), [pid]
+    while todo:
+        tid = todo.pop()
+        if tid in tids:
+            continue
+        tids.add(tid)
+        try:
+            with open(f"{prefix}.{tid}") as f:
+                for line in f:
+                    m = re.match(r"clone3?\(.*\)\s*=\s*(\d+)", line)
+                    if m and "CLONE_THREAD" in line:
+                        todo.append(int(m.group(1)))
+        except FileNotFoundError:
+            pass
+    return tids
+
+
+def counts(program):
+    sides = [(t, s) for t in (1, 2) for s in SIDES]
+    base = [program, "--connections", "64", "--ms", "2000"]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for t, s in sides:
+            cmd = base + ["--side", s, "--threads", str(t)]
+            out = subprocess.run(
+                ["valgrind", "--tool=callgrind",
+                 f"--callgrind-out-file={tmp}/cg.%p"] + cmd,
+                capture_output=True, text=True, timeout=600)
+            r = json.loads(out.stdout)
+            ir = callgrind_total(f"{tmp}/cg.{r['server_pid']}")
+            ir_per = ir / r["server_answered"]
+            out = subprocess.run(["strace", "-f", "-ff", "-o", f"{tmp}/st"] + cmd,
+                                 capture_output=True, text=True, timeout=600)
+            r2 = json.loads(out.stdout)
+            calls = {}
+            for tid in server_threads(f"{tmp}/st", r2["server_pid"]):
+                try:
+                    with open(f"{tmp}/st.{tid}") as f:
+                        for line in f:
+                            m = re.match(r"(\w+)\(", line)
+                            if m:
+                                calls[m.group(1)] = calls.get(m.group(1), 0) + 1
+                except FileNotFoundError:
+                    pass
+            n = r2["server_answered"]
+            top = sorted(calls.items(), key=lambda kv: -kv[1])[:4]
+            rows.append((t, s, ir_per, sum(calls.values()) / n,
+                         ", ".join(f"{k} {v / n:.2f}" for k, v in top)))
+            for f in glob.glob(f"{tmp}/st.*") + glob.glob(f"{tmp}/cg.*"):
+                os.remove(f)
+            print(f"  T={t} {s}: {ir_per:.0f} Ir/request, "
+                  f"{rows[-1][3]:.2f} syscalls/request", file=sys.stderr)
+    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs; C=64, one run "
+          "per side; server only")
+    print(f"{'T':>2} {'side':<18} {'Ir/req':>8} {'sys/req':>8}  top calls per request")
+    for t, s, ir_per, sys_per, top in rows:
+        print(f"{t:>2} {s:<18} {ir_per:>8.0f} {sys_per:>8.2f}  {top}")
+    return 0
 
 
 def main(argv=None):
@@ -35,7 +117,11 @@ def main(argv=None):
     parser.add_argument("--ms", type=int, default=2000, help="window per run")
     parser.add_argument("--program",
                         default=os.path.join(ROOT, "stage", "bench", "group_http"))
+    parser.add_argument("--counts", action="store_true",
+                        help="instructions and system calls per request")
     args = parser.parse_args(argv)
+    if args.counts:
+        return counts(args.program)
 
     configs = [(c, t, s) for c in (64, 256) for t in (1, 2) for s in SIDES]
     runs = {cfg: [] for cfg in configs}
