@@ -600,8 +600,8 @@ def main():
     group.add_argument("--callgrind", metavar="NAMES",
                        help="count instructions per op under callgrind")
     group.add_argument("--group", action="store_true",
-                       help="the loop_group HTTP/1.1 comparison, 2 servers "
-                            "threads vs 1 (bench/group_http.py; 5 runs)")
+                       help="the loop_group HTTP/1.1 comparison, servers of "
+                            "1 and 2 threads (bench/group_http.py; 5 runs)")
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
