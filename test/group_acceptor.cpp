@@ -26,9 +26,7 @@
 #include <memory>
 #include <vector>
 
-#include <sys/socket.h>
-#include <sys/time.h>
-
+#include "clients.hpp"
 #include "support.hpp"
 
 namespace asio = boost::asio;
@@ -117,38 +115,12 @@ asio::awaitable<void> deal(server& srv, turnloop::group_acceptor<>& a)
   }
 }
 
-std::vector<tcp::socket> connect_clients(asio::io_context& ctx,
-    const tcp::endpoint& to, int n)
-{
-  std::vector<tcp::socket> clients;
-  for (int i = 0; i < n; ++i)
-  {
-    clients.emplace_back(ctx);
-    clients.back().connect(to);
-  }
-  return clients;
-}
-
-// Reads the one-byte greeting with a deadline; false on a reset or timeout.
-bool greeted(tcp::socket& client)
-{
-  timeval tv{static_cast<time_t>(test::deadline.count()), 0};
-  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char c = 0;
-  return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
-}
-
-tcp::endpoint loopback()
-{
-  return {asio::ip::address_v4::loopback(), 0};
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(the_acceptor_listens_on_the_accepting_loop)
 {
   turnloop::loop_group g(3);
-  turnloop::group_acceptor<> a(g, loopback(), 2);
+  turnloop::group_acceptor<> a(g, test::loopback(), 2);
   BOOST_TEST(a.accepting_loop() == 2u);
   BOOST_TEST(&asio::query(a.acceptor().get_executor(), asio::execution::context)
       == static_cast<asio::execution_context*>(&g.loop(2)));
@@ -158,14 +130,14 @@ BOOST_AUTO_TEST_CASE(the_acceptor_listens_on_the_accepting_loop)
 BOOST_AUTO_TEST_CASE(an_accepting_loop_past_the_end_is_refused)
 {
   turnloop::loop_group g(2);
-  BOOST_CHECK_THROW(turnloop::group_acceptor<>(g, loopback(), 2),
+  BOOST_CHECK_THROW(turnloop::group_acceptor<>(g, test::loopback(), 2),
       boost::system::system_error);
 }
 
 BOOST_AUTO_TEST_CASE(a_port_in_use_is_refused_with_a_message_naming_bind)
 {
   asio::io_context ctx;
-  tcp::acceptor holder(ctx, loopback());
+  tcp::acceptor holder(ctx, test::loopback());
   turnloop::loop_group g(2);
   BOOST_CHECK_EXCEPTION(turnloop::group_acceptor<>(g, holder.local_endpoint()),
       boost::system::system_error,
@@ -178,7 +150,7 @@ BOOST_AUTO_TEST_CASE(a_port_in_use_is_refused_with_a_message_naming_bind)
 BOOST_AUTO_TEST_CASE(next_executor_deals_the_loops_in_turn)
 {
   turnloop::loop_group g(3);
-  turnloop::group_acceptor<> a(g, loopback(), 1);
+  turnloop::group_acceptor<> a(g, test::loopback(), 1);
   for (std::size_t k = 0; k < 7; ++k)
     BOOST_TEST(&asio::query(a.next_executor(), asio::execution::context)
         == static_cast<asio::execution_context*>(&g.loop(k % 3)));
@@ -187,14 +159,14 @@ BOOST_AUTO_TEST_CASE(next_executor_deals_the_loops_in_turn)
 BOOST_AUTO_TEST_CASE(connections_are_dealt_evenly_over_every_loop_and_served_there, * threads)
 {
   turnloop::loop_group g(3);
-  turnloop::group_acceptor<> a(g, loopback());
+  turnloop::group_acceptor<> a(g, test::loopback());
   server srv(g);
   asio::co_spawn(g.loop(0), deal(srv, a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a.local_endpoint(), 60);
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), 60);
   for (auto& c : clients)
-    BOOST_TEST(greeted(c));
+    BOOST_TEST(test::greeted(c));
   g.stop();
   g.join();
   BOOST_TEST(srv.accepted.load() == 60);
@@ -212,16 +184,16 @@ BOOST_AUTO_TEST_CASE(sockets_closed_on_their_own_loops_give_their_handles_back, 
   // The handles come from the accepting loop; each socket is destroyed on
   // its own loop, from which its handle goes back.
   turnloop::loop_group g(2);
-  turnloop::group_acceptor<> a(g, loopback());
+  turnloop::group_acceptor<> a(g, test::loopback());
   server srv(g);
   for (auto& s : srv.shards)
     s->release = true;
   asio::co_spawn(g.loop(0), deal(srv, a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a.local_endpoint(), 40);
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), 40);
   for (auto& c : clients)
-    BOOST_TEST(greeted(c));
+    BOOST_TEST(test::greeted(c));
   BOOST_TEST(test::wait_for([&] {
     const turnloop::group_stats s = g.stats();
     // Only the next accept's reserved handle is left.
@@ -243,12 +215,12 @@ BOOST_AUTO_TEST_CASE(max_handles_is_group_wide_and_n_plus_ten_clients_get_exactl
   turnloop::config cfg;
   cfg.max_handles = cap;
   turnloop::loop_group g(2, cfg);
-  turnloop::group_acceptor<> a(g, loopback());
+  turnloop::group_acceptor<> a(g, test::loopback());
   server srv(g);
   asio::co_spawn(g.loop(0), deal(srv, a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a.local_endpoint(), cap + 10);
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), cap + 10);
 
   BOOST_REQUIRE(test::wait_for([&] {
     if (srv.total() < cap)
@@ -271,7 +243,7 @@ BOOST_AUTO_TEST_CASE(max_handles_is_group_wide_and_n_plus_ten_clients_get_exactl
     });
   int served = 0;
   for (auto& c : clients)
-    served += greeted(c) ? 1 : 0;
+    served += test::greeted(c) ? 1 : 0;
   BOOST_TEST(served == cap + 10);
   BOOST_TEST(srv.accepted.load() == cap + 10);
   g.stop();
@@ -283,14 +255,14 @@ BOOST_AUTO_TEST_CASE(destroying_the_acceptor_then_the_group_with_an_accept_pendi
   // Sockets of the accepting loop's handles, held on both loops and by a
   // pending accept, all destroyed with the group (ASan checks the rest).
   auto g = std::make_unique<turnloop::loop_group>(2);
-  auto a = std::make_unique<turnloop::group_acceptor<>>(*g, loopback());
+  auto a = std::make_unique<turnloop::group_acceptor<>>(*g, test::loopback());
   server srv(*g);
   asio::co_spawn(g->loop(0), deal(srv, *a), asio::detached);
   g->start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a->local_endpoint(), 8);
+  auto clients = test::connect_clients(ctx, a->local_endpoint(), 8);
   for (auto& c : clients)
-    BOOST_TEST(greeted(c));
+    BOOST_TEST(test::greeted(c));
   g->stop();
   g->join();
   BOOST_TEST(srv.shards[0]->held.size() == 4u);
