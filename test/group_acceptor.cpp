@@ -45,6 +45,7 @@ struct shard
   std::vector<socket_type> held;
   bool release = false;
   std::atomic<int> served{0};
+  std::atomic<int> holding{0}; // held.size(), for other threads
   std::atomic<int> off_its_loop{0};
 };
 
@@ -91,7 +92,10 @@ asio::awaitable<void> greet(server& srv, std::size_t i, socket_type socket)
   co_await asio::async_write(socket, asio::buffer("x", 1),
       asio::as_tuple(asio::use_awaitable));
   if (!s.release)
+  {
     s.held.push_back(std::move(socket));
+    ++s.holding;
+  }
 }
 
 // Runs on the accepting loop: hands each socket to its loop.
@@ -263,6 +267,11 @@ BOOST_AUTO_TEST_CASE(destroying_the_acceptor_then_the_group_with_an_accept_pendi
   auto clients = test::connect_clients(ctx, a->local_endpoint(), 8);
   for (auto& c : clients)
     BOOST_TEST(test::greeted(c));
+  // A client can read its greeting before the server holds its socket.
+  BOOST_TEST(test::wait_for([&] {
+    return srv.shards[0]->holding.load() == 4
+      && srv.shards[1]->holding.load() == 4;
+  }));
   g->stop();
   g->join();
   BOOST_TEST(srv.shards[0]->held.size() == 4u);

@@ -314,6 +314,7 @@ private:
   {
     slot_ = slot;
     acceptor_type& acceptor = *acceptor_;
+    // A copy: Asio may move this operation before it reads the executor.
     const Executor peer_executor = peer_executor_;
     acceptor.async_accept(peer_executor, std::move(*this));
   }
