@@ -47,9 +47,9 @@ namespace turnloop {
 /// connection closes on any loop. The accepting loop's stats().handles
 /// count them; the other loops' handle ceilings are not used.
 ///
-/// Thread safety: acceptor() and async_accept() are for the accepting
-/// loop's thread, or while the group is not running. Build and destroy the
-/// group_acceptor while the group is not running.
+/// Thread safety: acceptor(), next_executor() and async_accept() are for
+/// the accepting loop's thread, or while the group is not running. Build and
+/// destroy the group_acceptor while the group is not running.
 template <typename Protocol = boost::asio::ip::tcp>
 class group_acceptor
 {
