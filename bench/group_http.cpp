@@ -14,6 +14,10 @@
 //                     handing each socket to the next loop round robin
 //                     (turnloop::group_acceptor's shape: turnloop::
 //                     async_accept with the next loop's executor)
+//   loop_group_handoff_native
+//                     the same with acceptor and sockets on turnloop::
+//                     loop::executor_type instead of any_io_executor
+//                     (group_acceptor<tcp, turnloop::loop::executor_type>)
 //
 // The server is a child process (so its CPU time is its own, read from
 // /proc/<pid>/stat over the measured window); the load generator is this
@@ -159,13 +163,15 @@ void accept_on(Acceptor& acceptor)
 
 // Accepts on loop 0's acceptor, each socket built on the next loop and its
 // session started there.
-void hand_off(tcp::acceptor& acceptor, turnloop::loop_group& group,
-    std::size_t& next)
+template <typename Executor>
+void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
+    turnloop::loop_group& group, std::size_t& next)
 {
-  const auto ex = group.loop(next).get_executor();
+  using socket_type = turnloop::accepted_socket<tcp, Executor>;
+  const Executor ex(group.loop(next).get_executor());
   next = (next + 1) % group.size();
   turnloop::async_accept(acceptor, ex, [&acceptor, &group, &next](
-      boost::system::error_code ec, turnloop::accepted_socket<tcp> s) {
+      boost::system::error_code ec, socket_type s) {
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
@@ -173,8 +179,7 @@ void hand_off(tcp::acceptor& acceptor, turnloop::loop_group& group,
       s.set_option(tcp::no_delay(true));
       const auto on = s.get_executor();
       asio::post(on, [s = std::move(s)]() mutable {
-        std::make_shared<session<turnloop::accepted_socket<tcp>>>(
-            std::move(s))->start();
+        std::make_shared<session<socket_type>>(std::move(s))->start();
       });
     }
     hand_off(acceptor, group, next);
@@ -230,13 +235,23 @@ void serve(const std::string& side, std::size_t threads,
     for (auto& t : others)
       t.join();
   }
-  else if (side == "loop_group_handoff")
+  else if (side == "loop_group_handoff" || side == "loop_group_handoff_native")
   {
     turnloop::loop_group group(threads);
     tcp::acceptor a(group.loop(0));
-    a.assign(tcp::v4(), listeners[0]);
+    asio::basic_socket_acceptor<tcp, turnloop::loop::executor_type> native(
+        group.loop(0).get_executor());
     std::size_t next = 0;
-    hand_off(a, group, next);
+    if (side == "loop_group_handoff")
+    {
+      a.assign(tcp::v4(), listeners[0]);
+      hand_off(a, group, next);
+    }
+    else
+    {
+      native.assign(tcp::v4(), listeners[0]);
+      hand_off(native, group, next);
+    }
     asio::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) { group.stop(); });
     signal_ready();
@@ -385,17 +400,20 @@ int main(int argc, char** argv)
       side.clear();
   }
   if ((side != "io_context" && side != "io_context_each"
-        && side != "loop_group" && side != "loop_group_handoff") || threads == 0 || connections == 0)
+        && side != "loop_group" && side != "loop_group_handoff"
+        && side != "loop_group_handoff_native")
+      || threads == 0 || connections == 0)
   {
     std::cerr << "usage: group_http --side io_context|io_context_each|"
-                 "loop_group|loop_group_handoff --threads T --connections C "
-                 "[--ms M]\n";
+                 "loop_group|loop_group_handoff|loop_group_handoff_native "
+                 "--threads T --connections C [--ms M]\n";
     return 2;
   }
 
   std::vector<int> listeners;
   const std::size_t count =
-    (side == "io_context" || side == "loop_group_handoff") ? 1 : threads;
+    (side == "io_context" || side.starts_with("loop_group_handoff"))
+      ? 1 : threads;
   listeners.push_back(listener(0, count > 1));
   for (std::size_t i = 1; i < count; ++i)
     listeners.push_back(listener(port_of(listeners[0]), true));

@@ -4,11 +4,13 @@
 Runs stage/bench/group_http (or the path given with --program) for every
 (connections, threads, side): sides io_context (one context run by T
 threads), io_context_each (one io_context(1) per thread, SO_REUSEPORT),
-loop_group (SO_REUSEPORT, one acceptor per loop) and loop_group_handoff (one
-acceptor, sockets dealt round robin), at T = 1 and 2, C = 64 and 256 keep-alive connections. Rounds are
-interleaved, every configuration once per round; the first round is a warm-up
-and is discarded. Prints the median requests/s and requests per server
-CPU-second of each, and the two loop_group sides' ratios to the two io_context sides at
+loop_group (SO_REUSEPORT, one acceptor per loop), loop_group_handoff (one
+acceptor, sockets dealt round robin) and loop_group_handoff_native (the
+same on turnloop::loop::executor_type instead of any_io_executor), at T = 1
+and 2, C = 64 and 256 keep-alive connections. Rounds are interleaved, every
+configuration once per round; the first round is a warm-up and is
+discarded. Prints the median requests/s and requests per server CPU-second
+of each, and the loop_group sides' ratios to the two io_context sides at
 the same T. Raw runs go to bench/results/group_http.json.
 
   group_http.py [--runs N] [--ms M] [--program PATH]
@@ -36,8 +38,9 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SIDES = ["io_context", "io_context_each", "loop_group", "loop_group_handoff"]
-GROUP_SIDES = ["loop_group", "loop_group_handoff"]
+SIDES = ["io_context", "io_context_each", "loop_group", "loop_group_handoff",
+         "loop_group_handoff_native"]
+GROUP_SIDES = SIDES[2:]
 
 
 def callgrind_total(path):

@@ -23,7 +23,9 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "clients.hpp"
@@ -181,6 +183,52 @@ BOOST_AUTO_TEST_CASE(connections_are_dealt_evenly_over_every_loop_and_served_the
     BOOST_TEST(s->served.load() == 20);
     BOOST_TEST(s->off_its_loop.load() == 0);
   }
+}
+
+BOOST_AUTO_TEST_CASE(with_the_loops_own_executor_type_connections_are_dealt_the_same, * threads)
+{
+  using native = turnloop::group_acceptor<tcp, turnloop::loop::executor_type>;
+  static_assert(std::is_same_v<native::socket_type,
+      turnloop::accepted_socket<tcp, turnloop::loop::executor_type>>);
+  turnloop::loop_group g(2);
+  native a(g, test::loopback());
+  std::atomic<int> on_loop[2] = {0, 0};
+  std::atomic<int> off_its_loop{0};
+  std::vector<native::socket_type> held[2]; // each touched on its loop
+  std::function<void()> deal = [&] {
+    a.async_accept([&](error_code ec, native::socket_type s) {
+      if (ec)
+        return;
+      const std::size_t i = &asio::query(s.get_executor(),
+          asio::execution::context)
+        == static_cast<asio::execution_context*>(&g.loop(0)) ? 0 : 1;
+      auto ex = s.get_executor();
+      asio::post(ex, [&, i, s = std::move(s)]() mutable {
+        if (!g.loop(i).get_executor().running_in_this_thread())
+          ++off_its_loop;
+        asio::write(s, asio::buffer("x", 1));
+        held[i].push_back(std::move(s));
+        ++on_loop[i];
+      });
+      deal();
+    });
+  };
+  asio::post(g.loop(0), deal);
+  g.start();
+  asio::io_context ctx;
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), 10);
+  for (auto& c : clients)
+    BOOST_TEST(test::greeted(c));
+  BOOST_TEST(test::wait_for([&] {
+    return on_loop[0].load() + on_loop[1].load() == 10;
+  }));
+  g.stop();
+  g.join();
+  BOOST_TEST(on_loop[0].load() == 5);
+  BOOST_TEST(on_loop[1].load() == 5);
+  BOOST_TEST(off_its_loop.load() == 0);
+  held[0].clear();
+  held[1].clear();
 }
 
 BOOST_AUTO_TEST_CASE(sockets_closed_on_their_own_loops_give_their_handles_back, * threads)
