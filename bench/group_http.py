@@ -108,9 +108,9 @@ def counts(program):
                   f"{rows[-1][3]:.2f} syscalls/request", file=sys.stderr)
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs; C=64, one run "
           "per side; server only")
-    print(f"{'T':>2} {'side':<18} {'Ir/req':>8} {'sys/req':>8}  top calls per request")
+    print(f"{'T':>2} {'side':<26} {'Ir/req':>8} {'sys/req':>8}  top calls per request")
     for t, s, ir_per, sys_per, top in rows:
-        print(f"{t:>2} {s:<18} {ir_per:>8.0f} {sys_per:>8.2f}  {top}")
+        print(f"{t:>2} {s:<26} {ir_per:>8.0f} {sys_per:>8.2f}  {top}")
     return 0
 
 
@@ -151,11 +151,11 @@ def main(argv=None):
 
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs; "
           f"{args.runs} rounds of {args.ms} ms, medians (cv)")
-    print(f"{'C':>4} {'T':>2} {'side':<18} {'req/s':>10} {'cv':>5} "
+    print(f"{'C':>4} {'T':>2} {'side':<26} {'req/s':>10} {'cv':>5} "
           f"{'req/CPU-s':>10} {'cv':>5}")
     for c, t, s in configs:
         cfg = (c, t, s)
-        print(f"{c:>4} {t:>2} {s:<18} {median(cfg, 'requests_per_s'):>10.0f} "
+        print(f"{c:>4} {t:>2} {s:<26} {median(cfg, 'requests_per_s'):>10.0f} "
               f"{spread(cfg, 'requests_per_s'):>5.2f} "
               f"{median(cfg, 'requests_per_cpu_s'):>10.0f} "
               f"{spread(cfg, 'requests_per_cpu_s'):>5.2f}")
@@ -166,13 +166,13 @@ def main(argv=None):
                 g = (c, t, side)
                 for other in ("io_context", "io_context_each"):
                     o = (c, t, other)
-                    print(f"  C={c} T={t} {side:<18} vs {other:<16} "
+                    print(f"  C={c} T={t} {side:<26} vs {other:<16} "
                           f"{median(g, 'requests_per_s') / median(o, 'requests_per_s'):.2f}x; "
                           f"{median(g, 'requests_per_cpu_s') / median(o, 'requests_per_cpu_s'):.2f}x")
         for side in SIDES:
             one = median((c, 1, side), "requests_per_s")
             two = median((c, 2, side), "requests_per_s")
-            print(f"  C={c} {side:<18} 2 threads / 1 thread: {two / one:.2f}x")
+            print(f"  C={c} {side:<26} 2 threads / 1 thread: {two / one:.2f}x")
 
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench", "results", "group_http.json"), "w") as f:

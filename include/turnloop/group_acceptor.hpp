@@ -53,7 +53,7 @@ namespace turnloop {
 /// default Asio's any_io_executor (so that sockets are `tcp::socket`s, as
 /// sessions written for io_context take them). With
 /// turnloop::loop::executor_type the sockets' completions reach the loop
-/// without any_io_executor's type erasure: bench/group_http counted 18 %
+/// without any_io_executor's type erasure: bench/group_http counted 16 %
 /// fewer instructions per HTTP request (doc/loop_group.md).
 ///
 /// Thread safety: acceptor(), next_executor() and async_accept() are for
