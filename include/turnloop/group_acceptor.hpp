@@ -58,7 +58,9 @@ namespace turnloop {
 ///
 /// Thread safety: acceptor(), next_executor() and async_accept() are for
 /// the accepting loop's thread, or while the group is not running. Build and
-/// destroy the group_acceptor while the group is not running.
+/// destroy the group_acceptor while the group is not running: as with
+/// turnloop::async_accept, a pending accept goes back to its acceptor, so
+/// the acceptor must not be destroyed while a loop could still run one.
 template <typename Protocol = boost::asio::ip::tcp,
     typename Executor = boost::asio::any_io_executor>
 class group_acceptor
