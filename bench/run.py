@@ -12,6 +12,8 @@ ratios to an SVG chart. bench/run.sh builds the programs first.
 
   run.py [--quick | --full] [--only <names>]   timed, memory and allocation rows
   run.py --callgrind <names>                   instructions per op, under callgrind
+  run.py --group [--runs N]                    the loop_group HTTP comparison
+                                               (bench/group_http.py)
 
 <names> is a comma-separated list of workload names or families (post, timer,
 tcp, blocking, memory).
@@ -617,6 +619,9 @@ def main():
                        help="full-size runs, 7 per side (the default)")
     group.add_argument("--callgrind", metavar="NAMES",
                        help="count instructions per op under callgrind")
+    group.add_argument("--group", action="store_true",
+                       help="the loop_group HTTP/1.1 comparison, servers of "
+                            "1 and 2 threads (bench/group_http.py; 5 runs)")
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
@@ -630,6 +635,10 @@ def main():
         PROGRAMS = os.path.join(ROOT, "stage", f"bench-asio-{ASIO}")
     if args.callgrind:
         return main_callgrind(args)
+    if args.group:
+        import group_http
+        return group_http.main(["--runs", str(args.runs or 5), "--program",
+                                os.path.join(PROGRAMS, "group_http")])
     return main_timed(args)
 
 
