@@ -20,7 +20,11 @@
 #include <boost/asio/prefer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -37,6 +41,41 @@ int run_job(job_kind kind) noexcept
   struct stat info;
   return ::stat(".", &info);
 }
+
+// A busy machine: one thread per hardware thread, each spinning until the
+// hog goes.
+class cpu_hog
+{
+public:
+  explicit cpu_hog(bool on)
+  {
+    if (!on)
+      return;
+    const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i != n; ++i)
+      threads_.emplace_back([this] {
+        std::uint64_t x = 1;
+        while (!stop_.load(std::memory_order_relaxed))
+          x = x * 6364136223846793005u + 1442695040888963407u;
+        sink_.fetch_add(x, std::memory_order_relaxed);
+      });
+  }
+
+  ~cpu_hog()
+  {
+    stop_.store(true, std::memory_order_relaxed);
+    for (std::thread& t : threads_)
+      t.join();
+  }
+
+  cpu_hog(const cpu_hog&) = delete;
+  cpu_hog& operator=(const cpu_hog&) = delete;
+
+private:
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> sink_{0};
+  std::vector<std::thread> threads_;
+};
 
 // Keeps `concurrency` jobs in flight until `target` have completed; each
 // completion, run on the context's thread, submits the next job. Submitter
@@ -138,15 +177,18 @@ struct round_trips
   {
     const std::uint64_t n = o.number("jobs", 100'000);
     const std::size_t concurrency = o.number("concurrency", 1);
+    const bool busy = o.number("hog", 0) != 0;
+    const cpu_hog hog(busy);
     auto ctx = make();
     if constexpr (bench::is_turnloop<Maker>)
-      return measure(*ctx, blocking_service_submitter{}, n, concurrency, r);
+      return measure(*ctx, blocking_service_submitter{}, n, concurrency, busy,
+          r);
     else
     {
       // As many workers as turnloop's blocking service starts by default.
       asio::thread_pool pool(turnloop::config().blocking.threads);
       bench::result res = measure(*ctx, thread_pool_submitter{&pool}, n,
-          concurrency, r);
+          concurrency, busy, r);
       pool.join();
       return res;
     }
@@ -154,7 +196,7 @@ struct round_trips
 
   template <typename Context, typename Submitter>
   bench::result measure(Context& ctx, Submitter submitter, std::uint64_t n,
-      std::size_t concurrency, bench::region& r) const
+      std::size_t concurrency, bool busy, bench::region& r) const
   {
     round_trip_driver driver(ctx, submitter, kind);
     const std::uint64_t warmup = n / 10 + 1;
@@ -175,7 +217,8 @@ struct round_trips
     res.metrics = {{"jobs_per_s", double(n) / r.seconds()},
       {"us_per_job", r.seconds() * 1e6 / double(n)}};
     res.checked = std::to_string(n) + " job results delivered to the "
-      "context, " + std::to_string(concurrency) + " in flight";
+      "context, " + std::to_string(concurrency) + " in flight"
+      + (busy ? ", a spinning thread per hardware thread" : "");
     bench::add_loop_stats(res, ctx);
     return res;
   }

@@ -7,7 +7,17 @@
 //   io_context        one io_context, run() from T threads, one acceptor
 //   io_context_each   one io_context(1) per thread, SO_REUSEPORT acceptors
 //                     (the hand-made "context per core")
-//   loop_group        turnloop::loop_group(T) with turnloop::sharded_acceptor
+//   loop_group        turnloop::loop_group(T) with SO_REUSEPORT acceptors,
+//                     one per loop (turnloop::sharded_acceptor's shape)
+//   loop_group_handoff
+//                     turnloop::loop_group(T) with one acceptor on loop 0
+//                     handing each socket to the next loop round robin
+//                     (turnloop::group_acceptor's shape: turnloop::
+//                     async_accept with the next loop's executor)
+//   loop_group_handoff_native
+//                     the same with acceptor and sockets on turnloop::
+//                     loop::executor_type instead of any_io_executor
+//                     (group_acceptor<tcp, turnloop::loop::executor_type>)
 //
 // The server is a child process (so its CPU time is its own, read from
 // /proc/<pid>/stat over the measured window); the load generator is this
@@ -22,8 +32,8 @@
 // checks (a response missing or malformed), 2 bad command line.
 //
 
+#include <turnloop/accept.hpp>
 #include <turnloop/loop_group.hpp>
-#include <turnloop/sharded_acceptor.hpp>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/io_context.hpp>
@@ -35,6 +45,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +76,11 @@ constexpr std::string_view response =
 
 // --- the server: the same session on every side -----------------------------
 
+// Requests answered by the server, summed as sessions end (so that counting
+// costs the sessions nothing shared while they run); the server reports it
+// at exit, for instructions per request under callgrind.
+std::atomic<std::uint64_t> answered{0};
+
 // Reads requests, counts the complete ones (ended by an empty line) and
 // writes one response for each.
 template <typename Socket>
@@ -72,6 +88,11 @@ class session : public std::enable_shared_from_this<session<Socket>>
 {
 public:
   explicit session(Socket s) : socket_(std::move(s)) {}
+
+  ~session()
+  {
+    answered.fetch_add(answered_, std::memory_order_relaxed);
+  }
 
   void start()
   {
@@ -105,6 +126,7 @@ private:
     }
     if (complete == 0)
       return read();
+    answered_ += complete;
     out_.clear();
     for (std::size_t k = 0; k < complete; ++k)
       out_.append(response);
@@ -117,6 +139,7 @@ private:
   }
 
   Socket socket_;
+  std::uint64_t answered_ = 0;
   std::array<char, 4096> in_;
   std::string out_;
   int matched_ = 0;
@@ -135,6 +158,31 @@ void accept_on(Acceptor& acceptor)
       std::make_shared<session<decltype(s)>>(std::move(s))->start();
     }
     accept_on(acceptor);
+  });
+}
+
+// Accepts on loop 0's acceptor, each socket built on the next loop and its
+// session started there.
+template <typename Executor>
+void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
+    turnloop::loop_group& group, std::size_t& next)
+{
+  using socket_type = turnloop::accepted_socket<tcp, Executor>;
+  const Executor ex(group.loop(next).get_executor());
+  next = (next + 1) % group.size();
+  turnloop::async_accept(acceptor, ex, [&acceptor, &group, &next](
+      boost::system::error_code ec, socket_type s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+    {
+      s.set_option(tcp::no_delay(true));
+      const auto on = s.get_executor();
+      asio::post(on, [s = std::move(s)]() mutable {
+        std::make_shared<session<socket_type>>(std::move(s))->start();
+      });
+    }
+    hand_off(acceptor, group, next);
   });
 }
 
@@ -186,6 +234,28 @@ void serve(const std::string& side, std::size_t threads,
     ctxs[0]->run();
     for (auto& t : others)
       t.join();
+  }
+  else if (side == "loop_group_handoff" || side == "loop_group_handoff_native")
+  {
+    turnloop::loop_group group(threads);
+    tcp::acceptor a(group.loop(0));
+    asio::basic_socket_acceptor<tcp, turnloop::loop::executor_type> native(
+        group.loop(0).get_executor());
+    std::size_t next = 0;
+    if (side == "loop_group_handoff")
+    {
+      a.assign(tcp::v4(), listeners[0]);
+      hand_off(a, group, next);
+    }
+    else
+    {
+      native.assign(tcp::v4(), listeners[0]);
+      hand_off(native, group, next);
+    }
+    asio::signal_set stop(group.loop(0), SIGTERM);
+    stop.async_wait([&](auto, int) { group.stop(); });
+    signal_ready();
+    group.run();
   }
   else
   {
@@ -330,15 +400,20 @@ int main(int argc, char** argv)
       side.clear();
   }
   if ((side != "io_context" && side != "io_context_each"
-        && side != "loop_group") || threads == 0 || connections == 0)
+        && side != "loop_group" && side != "loop_group_handoff"
+        && side != "loop_group_handoff_native")
+      || threads == 0 || connections == 0)
   {
     std::cerr << "usage: group_http --side io_context|io_context_each|"
-                 "loop_group --threads T --connections C [--ms M]\n";
+                 "loop_group|loop_group_handoff|loop_group_handoff_native "
+                 "--threads T --connections C [--ms M]\n";
     return 2;
   }
 
   std::vector<int> listeners;
-  const std::size_t count = side == "io_context" ? 1 : threads;
+  const std::size_t count =
+    (side == "io_context" || side.starts_with("loop_group_handoff"))
+      ? 1 : threads;
   listeners.push_back(listener(0, count > 1));
   for (std::size_t i = 1; i < count; ++i)
     listeners.push_back(listener(port_of(listeners[0]), true));
@@ -354,6 +429,8 @@ int main(int argc, char** argv)
     // signal_set is waiting for it.
     ::close(ready[0]);
     serve(side, threads, listeners, ready[1]);
+    const std::uint64_t n = answered.load();
+    (void)!::write(ready[1], &n, sizeof(n));
     std::_Exit(0);
   }
   for (int fd : listeners)
@@ -408,6 +485,9 @@ int main(int argc, char** argv)
   ::kill(child, SIGTERM);
   int status = 0;
   ::waitpid(child, &status, 0);
+  std::uint64_t served = 0;
+  if (::read(ready[0], &served, sizeof(served)) != sizeof(served))
+    served = 0;
 
   bool bad = false;
   std::size_t idle = 0;
@@ -421,10 +501,12 @@ int main(int argc, char** argv)
   std::printf("{\"side\": \"%s\", \"threads\": %zu, \"connections\": %zu, "
       "\"requests_per_s\": %.1f, \"server_cpu_s\": %.3f, "
       "\"requests_per_cpu_s\": %.1f, \"window_s\": %.3f, "
-      "\"connections_never_served\": %zu, \"server_exit\": %d}\n",
+      "\"connections_never_served\": %zu, \"server_exit\": %d, "
+      "\"server_pid\": %d, \"server_answered\": %llu}\n",
       side.c_str(), threads, connections, requests / seconds, cpu,
       cpu > 0 ? requests / cpu : 0.0, seconds, idle,
-      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+      WIFEXITED(status) ? WEXITSTATUS(status) : -1, int(child),
+      static_cast<unsigned long long>(served));
   return (bad || idle != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     ? 1 : 0;
 }

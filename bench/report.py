@@ -138,6 +138,32 @@ def advantage(row, key):
     return v if row["better"] == "higher" else 1.0 / v
 
 
+def idle_chart_rows(idle_rows):
+    """The idle-context table as chart rows, resident set and heap of
+    turnloop's default config: against io_context as constructed (no
+    reactor), and against io_context(1) with a steady_timer, since turnloop
+    builds its reactor in its constructor."""
+    def median(context, config, metric):
+        for row in idle_rows:
+            entry = row["metrics"].get(metric)
+            if (row["context"], row["config"]) == (context, config) and entry:
+                return entry["median"]
+        return None
+    rows = []
+    for metric, label in (("resident_kib", "resident"), ("heap_kib", "heap")):
+        mine = median("turnloop", "default", metric)
+        row = {"name": f"idle context {label} (turnloop default)",
+               "unit": "KiB", "better": "lower"}
+        for key, context, config in (
+                ("ratio_io_context", "io_context", "—"),
+                ("ratio_io_context_1", "io_context(1)",
+                 "+ steady_timer (reactor)")):
+            theirs = median(context, config, metric)
+            row[key] = mine / theirs if mine and theirs else None
+        rows.append(row)
+    return rows
+
+
 def write_svg(path, rows, subtitle):
     """Horizontal bars of turnloop's advantage per row on a log scale, with a
     reference line at 1.0: one bar against io_context, one against

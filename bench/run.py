@@ -12,6 +12,8 @@ ratios to an SVG chart. bench/run.sh builds the programs first.
 
   run.py [--quick | --full] [--only <names>]   timed, memory and allocation rows
   run.py --callgrind <names>                   instructions per op, under callgrind
+  run.py --group [--runs N]                    the loop_group HTTP comparison
+                                               (bench/group_http.py)
 
 <names> is a comma-separated list of workload names or families (post, timer,
 tcp, blocking, memory).
@@ -58,7 +60,6 @@ class Workload:
     description: str
     count_allocations: bool = False
     args: dict = field(default_factory=dict)  # fixed parameters
-    turnloop_only: bool = False  # no io_context equivalent to run
 
 
 def per_s(key, label, unit, scale):
@@ -162,6 +163,13 @@ WORKLOADS = [
              [per_s("requests_per_s", "tcp_http", "k requests/s", 1e-3)],
              "HTTP/1.1 keep-alive request/response, 64 connections",
              count_allocations=True, args={"connections": 64}),
+    Workload("tcp_http_pooled", "tcp", "tcp", "http_pooled",
+             {"quick": {"requests": 100}, "full": {"requests": 1_000},
+              "callgrind": {"requests": 50}},
+             [per_s("requests_per_s", "tcp_http_pooled", "k requests/s", 1e-3)],
+             "tcp_http with the turnloop server on pooled reads "
+             "(io_context sides: the stock server)",
+             count_allocations=True, args={"connections": 64}),
     Workload("blocking_no_op_1", "blocking", "blocking", "no_op",
              {"quick": {"jobs": 5_000}, "full": {"jobs": 50_000},
               "callgrind": {"jobs": 2_000}},
@@ -184,6 +192,22 @@ WORKLOADS = [
               Metric("us_per_job", "blocking_stat_32 round trip", "µs/job", 1,
                      "lower", 3)],
              "stat(\".\") as the job, 32 in flight", args={"concurrency": 32}),
+] + [
+    # The blocking rows again on a busy machine: a spinning thread per
+    # hardware thread in the benchmark's process, on both sides. No
+    # callgrind size: the hog's own instructions would be counted.
+    Workload(f"{name}_busy", "blocking", "blocking", subcommand,
+             {"quick": {"jobs": jobs // 4}, "full": {"jobs": jobs}},
+             [per_s("jobs_per_s", f"{name}_busy", "k jobs/s", 1e-3),
+              Metric("us_per_job", f"{name}_busy round trip", "µs/job", 1,
+                     "lower", 3)],
+             f"{name} beside a CPU hog on every core",
+             args={"concurrency": concurrency, "hog": 1})
+    for name, subcommand, concurrency, jobs in (
+        ("blocking_no_op_1", "no_op", 1, 20_000),
+        ("blocking_no_op_32", "no_op", 32, 80_000),
+        ("blocking_stat_32", "stat", 32, 40_000))
+] + [
     Workload("memory_idle_connections", "memory", "memory", "idle_connections",
              {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
              [Metric("resident_bytes_per_connection",
@@ -204,9 +228,10 @@ WORKLOADS = [
                      "memory_idle_connections pooled heap", "bytes/connection",
                      1, "lower", 0)],
              "the same with pooled reads, no buffer per connection "
-             "(turnloop only; config net, whose max_operations admits every "
-             "pending read)",
-             args={"config": "net"}, turnloop_only=True),
+             "(turnloop, config net, whose max_operations admits every "
+             "pending read; the io_context sides: the stock server, a 16 KiB "
+             "buffer per connection)",
+             args={"config": "net", "buffer": 16384}),
 ]
 
 # The idle-context rows: (context column, config column, side, arguments).
@@ -227,10 +252,6 @@ MODES = {"quick": {"runs": 3, "allocation_runs": 1},
 
 def progress(text):
     print(text, file=sys.stderr, flush=True)
-
-
-def sides_of(w):
-    return ("turnloop",) if w.turnloop_only else report.SIDES
 
 
 def child_command(w, side, params, mode, config=None):
@@ -299,7 +320,7 @@ def side_entries(results_by_side, value_of, sides):
 
 def run_workload(w, mode, rounds, raw):
     """Warm-up round plus `rounds` measured rounds, sides interleaved."""
-    sides = sides_of(w)
+    sides = report.SIDES
     measured = {s: [] for s in sides}
     stopped = set()  # sides that are pending or failed are not run again
     for i in range(rounds + 1):
@@ -483,7 +504,8 @@ def main_timed(args):
     timing_rows = [r for r in rows if not r["workload"].startswith("memory")]
     memory_rows = [r for r in rows if r["workload"].startswith("memory")]
     instr = instructions_line(raw)
-    chart = report.write_svg(base + ".svg", timing_rows + memory_rows,
+    chart = report.write_svg(base + ".svg", timing_rows + memory_rows
+                             + report.idle_chart_rows(idle_rows),
                              f"{header['date']}, {header['machine']}, {mode} mode")
     report.write_json(base + ".json", {
         "header": header, "instructions": instr, "elapsed_s": elapsed,
@@ -597,6 +619,9 @@ def main():
                        help="full-size runs, 7 per side (the default)")
     group.add_argument("--callgrind", metavar="NAMES",
                        help="count instructions per op under callgrind")
+    group.add_argument("--group", action="store_true",
+                       help="the loop_group HTTP/1.1 comparison, servers of "
+                            "1 and 2 threads (bench/group_http.py; 5 runs)")
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
@@ -610,6 +635,10 @@ def main():
         PROGRAMS = os.path.join(ROOT, "stage", f"bench-asio-{ASIO}")
     if args.callgrind:
         return main_callgrind(args)
+    if args.group:
+        import group_http
+        return group_http.main(["--runs", str(args.runs or 5), "--program",
+                                os.path.join(PROGRAMS, "group_http")])
     return main_timed(args)
 
 

@@ -5,7 +5,7 @@
 // context, or the client on a second thread with its own context of the same
 // type), echo throughput over many connections (also with turnloop's pooled
 // reads on the server), accept churn, and an HTTP/1.1 keep-alive request
-// loop.
+// loop (also with pooled reads).
 //
 
 #include "support/driver.hpp"
@@ -735,6 +735,83 @@ private:
   bool ended_cleanly_ = false;
 };
 
+// Serves like http_server_session, but with pooled reads: between requests
+// it holds no buffer. A request split across reads is carried over in a
+// string, empty when requests arrive whole (the usual case here).
+class pooled_http_server_session
+{
+public:
+  explicit pooled_http_server_session(tcp::socket& socket)
+    : socket_(socket)
+  {
+  }
+
+  void start()
+  {
+    turnloop::async_read_pooled(socket_,
+        [this](const error_code& ec, turnloop::buffer_lease lease) {
+          on_read(ec, std::move(lease));
+        });
+  }
+
+  std::uint64_t requests() const noexcept
+  {
+    return requests_;
+  }
+
+  bool ended_cleanly() const noexcept
+  {
+    return ended_cleanly_;
+  }
+
+private:
+  void on_read(const error_code& ec, turnloop::buffer_lease lease)
+  {
+    if (ec)
+    {
+      ended_cleanly_ = ec == asio::error::eof && carried_.empty();
+      socket_.close();
+      return;
+    }
+    std::string_view data(static_cast<const char*>(lease.data().data()),
+        lease.size());
+    if (!carried_.empty())
+    {
+      carried_.append(data);
+      data = carried_;
+    }
+    std::size_t parsed = 0;
+    std::uint64_t heads = 0;
+    for (std::size_t end; (end = data.find("\r\n\r\n", parsed))
+        != data.npos; parsed = end + 4, ++heads)
+      if (data.substr(parsed, end + 4 - parsed) != http_request)
+      {
+        socket_.close();
+        return;
+      }
+    carried_ = std::string(data.substr(parsed));
+    requests_ += heads;
+    respond(heads);
+  }
+
+  // Writes @p n responses, then reads again.
+  void respond(std::uint64_t n)
+  {
+    if (n == 0)
+      return start();
+    asio::async_write(socket_, asio::buffer(http_response),
+        [this, n](const error_code& ec, std::size_t) {
+          if (!ec)
+            respond(n - 1);
+        });
+  }
+
+  tcp::socket& socket_;
+  std::string carried_;
+  std::uint64_t requests_ = 0;
+  bool ended_cleanly_ = false;
+};
+
 // Sends a request, reads the head, then the body its Content-Length
 // announces, checks both, repeats.
 class http_client_session
@@ -810,10 +887,24 @@ private:
   std::string in_;
 };
 
+// With `pooled`, turnloop's server reads with async_read_pooled; the
+// io_context sides run the stock server, as in echo.
 struct http
 {
+  bool pooled;
+
   template <typename Maker>
   bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    if constexpr (bench::is_turnloop<Maker>)
+      if (pooled)
+        return run<pooled_http_server_session>(make, o, r);
+    return run<http_server_session>(make, o, r);
+  }
+
+  template <typename Session, typename Maker>
+  bench::result run(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
     const std::size_t connections = o.number("connections", 64);
@@ -824,11 +915,11 @@ struct http
 
     connected_pairs pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
-    std::vector<std::unique_ptr<http_server_session>> servers;
+    std::vector<std::unique_ptr<Session>> servers;
     std::vector<std::unique_ptr<http_client_session>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
-      servers.push_back(std::make_unique<http_server_session>(pairs.servers[i]));
+      servers.push_back(std::make_unique<Session>(pairs.servers[i]));
       clients.push_back(std::make_unique<http_client_session>(pairs.clients[i],
             warmup + per_connection, fleet));
     }
@@ -854,7 +945,9 @@ struct http
     res.metrics = {{"requests_per_s", double(res.ops) / r.seconds()}};
     res.checked = std::to_string(requests) + " requests parsed and "
       "responses checked over " + std::to_string(connections)
-      + " keep-alive connections";
+      + " keep-alive connections"
+      + (std::is_same_v<Session, pooled_http_server_session>
+          ? ", server reading with pooled reads" : "");
     bench::add_loop_stats(res, *server_ctx);
     return res;
   }
@@ -870,6 +963,7 @@ int main(int argc, char** argv)
     {"echo", bench::on_each_side(echo{false})},
     {"echo_pooled", bench::on_each_side(echo{true})},
     {"accept_churn", bench::on_each_side(accept_churn{})},
-    {"http", bench::on_each_side(http{})},
+    {"http", bench::on_each_side(http{false})},
+    {"http_pooled", bench::on_each_side(http{true})},
   });
 }

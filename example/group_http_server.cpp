@@ -2,9 +2,11 @@
 // example/group_http_server.cpp
 //
 // A Beast HTTP/1.1 keep-alive server moved from `io_context` run on N
-// threads to a turnloop::loop_group: one loop per thread, a SO_REUSEPORT
-// acceptor on each (turnloop::sharded_acceptor), and every connection served
-// from start to end by the loop that accepted it. doc/loop_group.md walks
+// threads to a turnloop::loop_group: one loop per thread, one acceptor
+// (turnloop::group_acceptor) that deals each connection to the next loop,
+// and every connection served from start to end by that loop. (
+// turnloop::sharded_acceptor, one SO_REUSEPORT acceptor per loop, is the
+// other way; doc/loop_group.md compares them.) doc/loop_group.md walks
 // through the changes; the lines that differ from the io_context version
 // are marked "loop_group:".
 //
@@ -48,9 +50,11 @@ std::vector<std::unique_ptr<std::atomic<long>>> served_by;
 
 // Answers requests on one connection until the client closes it. Nothing
 // here is shared with another loop: the socket, its buffer and the
-// coroutine all belong to the loop that accepted it.
-awaitable<void> session(turnloop::accepted_socket<tcp> socket)
+// coroutine all belong to the loop the connection was dealt to.
+awaitable<void> session(turnloop::accepted_socket<tcp> socket,
+    std::atomic<long>& served)
 {
+  ++served;
   beast::flat_buffer buffer;
   for (;;)
   {
@@ -73,19 +77,26 @@ awaitable<void> session(turnloop::accepted_socket<tcp> socket)
   }
 }
 
-// loop_group: one accept loop per loop, on that loop's own acceptor.
-awaitable<void> listen(tcp::acceptor& acceptor, std::atomic<long>& served)
+// loop_group: one accept loop, on the accepting loop; each socket is built
+// on the next loop, and its session spawned there (was
+// `co_spawn(acceptor.get_executor(), ...)`).
+awaitable<void> listen(turnloop::loop_group& group,
+    turnloop::group_acceptor<>& acceptor)
 {
   for (;;)
   {
-    auto [ec, socket] = co_await turnloop::async_accept(acceptor,
+    auto [ec, socket] = co_await acceptor.async_accept(
         asio::as_tuple(use_awaitable));
     if (ec == asio::error::operation_aborted)
       co_return;
     if (ec)
       continue;
-    ++served;
-    asio::co_spawn(acceptor.get_executor(), session(std::move(socket)),
+    auto ex = socket.get_executor();
+    std::size_t i = 0;
+    while (&asio::query(ex, asio::execution::context)
+        != static_cast<asio::execution_context*>(&group.loop(i)))
+      ++i;
+    asio::co_spawn(ex, session(std::move(socket), *served_by[i]),
         asio::detached);
   }
 }
@@ -128,22 +139,20 @@ int main(int argc, char* argv[])
 
   // loop_group: was `asio::io_context ioc{threads};`.
   turnloop::loop_group group(threads);
-  // loop_group: was one `tcp::acceptor acceptor{ioc, endpoint};`.
-  turnloop::sharded_acceptor<> acceptors(group,
+  // loop_group: was `tcp::acceptor acceptor{ioc, endpoint};`.
+  turnloop::group_acceptor<> acceptor(group,
       {asio::ip::address_v4::loopback(), port});
   for (std::size_t i = 0; i < group.size(); ++i)
-  {
     served_by.push_back(std::make_unique<std::atomic<long>>(0));
-    asio::co_spawn(group.loop(i), listen(acceptors.acceptor(i), *served_by[i]),
-        asio::detached);
-  }
+  asio::co_spawn(group.loop(acceptor.accepting_loop()),
+      listen(group, acceptor), asio::detached);
 
   if (!once)
   {
     // The signal set lives on one loop; stop() ends every loop.
     asio::signal_set signals(group.loop(0), SIGINT, SIGTERM);
     signals.async_wait([&](auto, int) { group.stop(); });
-    std::cout << "serving on " << acceptors.local_endpoint() << " with "
+    std::cout << "serving on " << acceptor.local_endpoint() << " with "
               << group.size() << " loops\n";
     // loop_group: was N-1 threads plus this one, each calling ioc.run().
     group.run();
@@ -151,7 +160,7 @@ int main(int argc, char* argv[])
   }
 
   group.start();
-  const tcp::endpoint to = acceptors.local_endpoint();
+  const tcp::endpoint to = acceptor.local_endpoint();
   std::atomic<int> good{0};
   std::vector<std::thread> clients;
   for (int c = 0; c < 8; ++c)
@@ -172,5 +181,9 @@ int main(int argc, char* argv[])
     total += served_by[i]->load();
   }
   std::cout << good.load() << " of 8 clients got 50 good responses each\n";
-  return (good.load() == 8 && total == 8) ? 0 : 1;
+  // Dealt round robin: 4 connections on each of the two loops.
+  bool even = true;
+  for (auto& n : served_by)
+    even = even && n->load() == 8 / long(group.size());
+  return (good.load() == 8 && total == 8 && even) ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 #include <turnloop/buffer_pool_stats.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/error.hpp>
+#include <turnloop/group_acceptor.hpp>
 #include <turnloop/group_stats.hpp>
 #include <turnloop/handle_stats.hpp>
 #include <turnloop/loop.hpp>

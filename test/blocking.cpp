@@ -296,17 +296,30 @@ BOOST_AUTO_TEST_CASE(an_awaitable_operator_cancels_the_loser_through_its_stop_to
 {
   turnloop::loop l;
   std::size_t winner = 99;
+  std::atomic<bool> started{false};
   std::atomic<bool> saw_stop{false};
   asio::co_spawn(l, [&]() -> asio::awaitable<void> {
     using namespace asio::experimental::awaitable_operators;
     auto ex = co_await asio::this_coro::executor;
-    asio::steady_timer timeout(ex, std::chrono::milliseconds(5));
     auto job = [&](std::stop_token stop) {
+      started = true;
       saw_stop = test::wait_for([&] { return stop.stop_requested(); });
+    };
+    // The other operand wins once the job runs (a job still queued would be
+    // cancelled without running; a busy machine may take a while to start
+    // it), or at the suite's deadline.
+    auto once_started = [&]() -> asio::awaitable<void> {
+      asio::steady_timer tick(ex);
+      const auto end = std::chrono::steady_clock::now() + test::deadline;
+      while (!started && std::chrono::steady_clock::now() < end)
+      {
+        tick.expires_after(std::chrono::milliseconds(1));
+        co_await tick.async_wait(asio::use_awaitable);
+      }
     };
     auto result = co_await (
         turnloop::async_blocking(ex, std::move(job), asio::use_awaitable)
-        || timeout.async_wait(asio::use_awaitable));
+        || once_started());
     winner = result.index();
   }, asio::detached);
   l.run();

@@ -332,7 +332,8 @@ BOOST_AUTO_TEST_CASE(end_of_stream_completes_with_eof_and_no_buffer)
   BOOST_TEST(r.completions == 1);
   BOOST_TEST(r.ec == asio::error::eof);
   BOOST_TEST(!r.lease);
-  BOOST_TEST(f.pool.stats().minted == 1u);
+  // A socket's read peeks before it mints: the end needs no buffer.
+  BOOST_TEST(f.pool.stats().minted == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(an_exhausted_pool_holds_reads_until_a_buffer_returns)

@@ -27,9 +27,7 @@
 #include <memory>
 #include <vector>
 
-#include <sys/socket.h>
-#include <sys/time.h>
-
+#include "clients.hpp"
 #include "support.hpp"
 
 namespace asio = boost::asio;
@@ -86,39 +84,12 @@ std::vector<std::unique_ptr<shard>> serve_on_every_loop(turnloop::loop_group& g,
   return shards;
 }
 
-// Blocking clients, each connected once.
-std::vector<tcp::socket> connect_clients(asio::io_context& ctx,
-    const tcp::endpoint& to, int n)
-{
-  std::vector<tcp::socket> clients;
-  for (int i = 0; i < n; ++i)
-  {
-    clients.emplace_back(ctx);
-    clients.back().connect(to);
-  }
-  return clients;
-}
-
-// Reads the one-byte greeting with a deadline; false on a reset or timeout.
-bool greeted(tcp::socket& client)
-{
-  timeval tv{static_cast<time_t>(test::deadline.count()), 0};
-  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char c = 0;
-  return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
-}
-
-tcp::endpoint loopback()
-{
-  return {asio::ip::address_v4::loopback(), 0};
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_CASE(there_is_one_listening_acceptor_per_loop_on_one_port)
 {
   turnloop::loop_group g(3);
-  turnloop::sharded_acceptor<> a(g, loopback());
+  turnloop::sharded_acceptor<> a(g, test::loopback());
   BOOST_TEST(a.size() == 3u);
   for (std::size_t i = 0; i < 3; ++i)
   {
@@ -134,7 +105,7 @@ BOOST_AUTO_TEST_CASE(there_is_one_listening_acceptor_per_loop_on_one_port)
 BOOST_AUTO_TEST_CASE(a_port_held_without_reuseport_is_refused_with_a_message_naming_bind)
 {
   asio::io_context ctx;
-  tcp::acceptor holder(ctx, loopback());
+  tcp::acceptor holder(ctx, test::loopback());
   turnloop::loop_group g(2);
   BOOST_CHECK_EXCEPTION(turnloop::sharded_acceptor<>(g, holder.local_endpoint()),
       boost::system::system_error,
@@ -147,13 +118,13 @@ BOOST_AUTO_TEST_CASE(a_port_held_without_reuseport_is_refused_with_a_message_nam
 BOOST_AUTO_TEST_CASE(connections_spread_over_every_loop_and_stay_on_it, * threads)
 {
   turnloop::loop_group g(2);
-  turnloop::sharded_acceptor<> a(g, loopback());
+  turnloop::sharded_acceptor<> a(g, test::loopback());
   auto shards = serve_on_every_loop(g, a);
   g.start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a.local_endpoint(), 64);
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), 64);
   for (auto& c : clients)
-    BOOST_TEST(greeted(c));
+    BOOST_TEST(test::greeted(c));
   g.stop();
   g.join();
   BOOST_TEST(shards[0]->accepted.load() + shards[1]->accepted.load() == 64);
@@ -171,11 +142,11 @@ BOOST_AUTO_TEST_CASE(max_handles_caps_each_loop_and_the_clients_over_it_wait_unr
   turnloop::config cfg;
   cfg.max_handles = 3;
   turnloop::loop_group g(2, cfg);
-  turnloop::sharded_acceptor<> a(g, loopback());
+  turnloop::sharded_acceptor<> a(g, test::loopback());
   auto shards = serve_on_every_loop(g, a);
   g.start();
   asio::io_context ctx;
-  auto clients = connect_clients(ctx, a.local_endpoint(), 26);
+  auto clients = test::connect_clients(ctx, a.local_endpoint(), 26);
 
   auto total = [&] {
     return shards[0]->accepted.load() + shards[1]->accepted.load();
@@ -201,7 +172,7 @@ BOOST_AUTO_TEST_CASE(max_handles_caps_each_loop_and_the_clients_over_it_wait_unr
     });
   int served = 0;
   for (auto& c : clients)
-    served += greeted(c) ? 1 : 0;
+    served += test::greeted(c) ? 1 : 0;
   BOOST_TEST(served == 26);
   BOOST_TEST(total() == 26);
   g.stop();

@@ -136,6 +136,31 @@ auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& accept
       void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
         std::declval<detail::initiate_accept<Protocol, Executor>>(), token));
 
+/// As async_accept(acceptor, token), but the accepted socket is built on
+/// @p peer_executor, so that it lives on another loop from the start (its
+/// descriptor registered with that loop's reactor, as Asio's
+/// `acceptor.async_accept(executor, token)` does). The handle still comes
+/// from the acceptor's loop: its config::max_handles caps the connections
+/// accepted through the acceptor wherever they live, and a socket's handle
+/// goes back to it when the socket is destroyed, on whichever thread.
+/// turnloop::group_acceptor uses this to hand connections to the loops of
+/// a group.
+///
+/// The handler is called through its own executor (by default the
+/// acceptor's, on the acceptor's loop), not the peer's: post the socket's
+/// session to `socket.get_executor()` to run it on its own loop.
+template <typename Protocol, typename Executor,
+    boost::asio::completion_token_for<void(boost::system::error_code,
+      accepted_socket<Protocol, Executor>)> AcceptToken
+        = boost::asio::default_completion_token_t<Executor>>
+  requires detail::accepts_streams<Protocol, Executor>
+auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+    const std::type_identity_t<Executor>& peer_executor,
+    AcceptToken&& token = boost::asio::default_completion_token_t<Executor>())
+  -> decltype(boost::asio::async_initiate<AcceptToken,
+      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+        std::declval<detail::initiate_accept<Protocol, Executor>>(), token));
+
 /// A snapshot of @p l's handles and of the accepts waiting for them. Any
 /// thread.
 TURNLOOP_DECL handle_stats handle_statistics(loop& l);

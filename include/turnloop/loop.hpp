@@ -32,6 +32,13 @@ namespace detail {
 /// The engine of @p l, for turnloop's own services.
 loop_core& core_of(loop& l) noexcept;
 
+/// The first step of destroying @p l: marks it shutting down and shuts its
+/// services down (destroying their pending operations), leaving its queues
+/// and the loop itself for later. ~loop starts with it (a second call finds
+/// nothing left to shut down); loop_group takes it on every loop before it
+/// destroys any.
+void shut_down(loop& l) noexcept;
+
 } // namespace detail
 
 /// An Asio execution context that runs handlers in turns on one thread.
@@ -199,6 +206,7 @@ public:
 
 private:
   friend detail::loop_core& detail::core_of(loop& l) noexcept;
+  friend void detail::shut_down(loop& l) noexcept;
 
 #if BOOST_ASIO_VERSION >= 103400
   using user_asio_config_ptr = std::unique_ptr<detail::user_asio_config>;
@@ -226,6 +234,12 @@ private:
 inline detail::loop_core& detail::core_of(loop& l) noexcept
 {
   return l.core_;
+}
+
+inline void detail::shut_down(loop& l) noexcept
+{
+  l.core_.begin_shutdown();
+  l.shutdown();
 }
 
 /// The executor of a turnloop::loop. Cheap to copy; a tracked copy made on

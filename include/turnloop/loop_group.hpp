@@ -31,7 +31,9 @@ namespace turnloop {
 /// it is per loop: a group of N loops holds up to N * max_handles
 /// connections, N * post_capacity queued posts, starts up to
 /// N * blocking.threads blocking workers, and so on. Nothing is shared
-/// between the loops but the group's own bookkeeping.
+/// between the loops but the group's own bookkeeping. (A group_acceptor
+/// takes the handle of every connection it accepts from its accepting
+/// loop, so for the connections it deals out max_handles is group-wide.)
 ///
 /// Running: run() starts one thread per loop and returns when the group is
 /// out of work (every loop out of work at once, so that none can post to

@@ -24,11 +24,13 @@ namespace turnloop {
 ///     auto [ec, lease] = co_await turnloop::async_read_pooled(socket,
 ///         boost::asio::as_tuple(boost::asio::use_awaitable));
 ///
-/// The read waits until @p stream is readable (`async_wait(wait_read)`),
-/// leases a buffer, reads once without blocking (up to
-/// config::pooled_buffer_size bytes) and completes with the lease, whose
-/// size() is the bytes read. Readiness that turns out spurious returns the
-/// buffer and waits again.
+/// The read waits until @p stream is readable, leases a buffer, reads once
+/// without blocking (up to config::pooled_buffer_size bytes) and completes
+/// with the lease, whose size() is the bytes read. Readiness that turns out
+/// spurious returns the buffer and waits again. A socket's read waits as
+/// one of the reactor's own read operations, which takes the buffer when it
+/// performs the read, so waiting costs no system call of its own; a stream
+/// descriptor's waits with `async_wait(wait_read)`.
 ///
 /// When every buffer is leased, the read stays pending until one is
 /// returned (backpressure): no retries, no errors. It then waits, first

@@ -12,8 +12,8 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/loop_group.hpp>
+#include <turnloop/detail/group/open_listener.hpp>
 
-#include <boost/asio/detail/socket_option.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/socket_base.hpp>
@@ -22,8 +22,6 @@
 #include <cstddef>
 #include <string>
 #include <vector>
-
-#include <sys/socket.h>
 
 namespace turnloop {
 
@@ -59,40 +57,13 @@ public:
   sharded_acceptor(loop_group& group, const endpoint_type& endpoint,
       int backlog = boost::asio::socket_base::max_listen_connections)
   {
-    using reuse_port = boost::asio::detail::socket_option::boolean<
-        SOL_SOCKET, SO_REUSEPORT>;
     endpoint_type where = endpoint;
     acceptors_.reserve(group.size());
     for (std::size_t i = 0; i < group.size(); ++i)
     {
       acceptor_type& a = acceptors_.emplace_back(group.loop(i));
-      boost::system::error_code ec;
-      const char* step = "open";
-      a.open(where.protocol(), ec);
-      if (!ec)
-      {
-        step = "setsockopt(SO_REUSEADDR)";
-        a.set_option(boost::asio::socket_base::reuse_address(true), ec);
-      }
-      if (!ec)
-      {
-        step = "setsockopt(SO_REUSEPORT)";
-        a.set_option(reuse_port(true), ec);
-      }
-      if (!ec)
-      {
-        step = "bind";
-        a.bind(where, ec);
-      }
-      if (!ec)
-      {
-        step = "listen";
-        a.listen(backlog, ec);
-      }
-      if (ec)
-        throw boost::system::system_error(ec,
-            std::string("turnloop::sharded_acceptor: ") + step
-              + " for loop " + std::to_string(i));
+      detail::open_listener(a, where, backlog, true,
+          "turnloop::sharded_acceptor", " for loop " + std::to_string(i));
       if (i == 0)
         where = a.local_endpoint();
     }

@@ -19,7 +19,24 @@ auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& accept
 {
   return boost::asio::async_initiate<AcceptToken,
     void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
-      detail::initiate_accept<Protocol, Executor>(acceptor), token);
+      detail::initiate_accept<Protocol, Executor>(acceptor,
+        acceptor.get_executor()), token);
+}
+
+template <typename Protocol, typename Executor,
+    boost::asio::completion_token_for<void(boost::system::error_code,
+      accepted_socket<Protocol, Executor>)> AcceptToken>
+  requires detail::accepts_streams<Protocol, Executor>
+auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+    const std::type_identity_t<Executor>& peer_executor, AcceptToken&& token)
+  -> decltype(boost::asio::async_initiate<AcceptToken,
+      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+        std::declval<detail::initiate_accept<Protocol, Executor>>(), token))
+{
+  return boost::asio::async_initiate<AcceptToken,
+    void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+      detail::initiate_accept<Protocol, Executor>(acceptor, peer_executor),
+      token);
 }
 
 } // namespace turnloop

@@ -74,8 +74,7 @@ TURNLOOP_DECL loop::~loop()
   // Pending operations hold executors that call back into core_, and
   // destroying a suspended coroutine posts its frames back to its executor:
   // so shut every service down and drain while core_ is alive.
-  core_.begin_shutdown();
-  shutdown();
+  detail::shut_down(*this);
   core_.drain();
   destroy();
   core_.services_destroyed();

@@ -207,14 +207,17 @@ public:
   using allocator_type = boost::asio::associated_allocator_t<Handler>;
   using cancellation_slot_type = boost::asio::cancellation_slot;
 
-  /// Starts an accept on @p acceptor for @p handler. Every outcome reaches
-  /// the handler through its executor, never inside this call.
-  static void start(acceptor_type& acceptor, Handler&& handler)
+  /// Starts an accept on @p acceptor for @p handler, the accepted socket
+  /// to be built on @p peer_executor (registered with that context's
+  /// reactor). Every outcome reaches the handler through its executor, never
+  /// inside this call.
+  static void start(acceptor_type& acceptor, const Executor& peer_executor,
+      Handler&& handler)
   {
     handle_service* service = handle_service::of(boost::asio::query(
           acceptor.get_executor(), boost::asio::execution::context));
     if (!service)
-      return refuse(acceptor, std::move(handler),
+      return refuse(acceptor, peer_executor, std::move(handler),
           boost::asio::error::operation_not_supported);
     handle_service::admission a = service->admit();
     if (a.refused)
@@ -223,7 +226,7 @@ public:
       handle_service& s = *service;
       return core_of(s.owner()).post(make_later_completion(s.owner(),
             acceptor.get_executor(), std::move(handler), a.refused,
-            socket_type(acceptor.get_executor())), std::allocator<void>());
+            socket_type(peer_executor)), std::allocator<void>());
     }
 
     // A handler with an executor of its own gets its completion through
@@ -241,8 +244,8 @@ public:
       service->complete(a.id, false);
       throw;
     }
-    accept_op op(acceptor, *service, a.id, std::move(a.handle),
-        std::move(reserved), std::move(handler));
+    accept_op op(acceptor, peer_executor, *service, a.id,
+        std::move(a.handle), std::move(reserved), std::move(handler));
     if (!op.handle_)
       return op.park(false);
     if constexpr (plain_slot)
@@ -284,12 +287,12 @@ public:
     if (granted)
       handle_ = std::move(granted);
     if (ec)
-      return complete(ec, peer_type(acceptor_->get_executor()));
+      return complete(ec, peer_type(peer_executor_));
     if (!acceptor_->is_open())
     {
       // Closed while this waited; its watch's report is on its way.
       return complete(boost::asio::error::operation_aborted,
-          peer_type(acceptor_->get_executor()));
+          peer_type(peer_executor_));
     }
     try
     {
@@ -300,7 +303,7 @@ public:
       // Asio could not allocate the accept, and left this operation as it
       // was: it ends with no_memory, its handle going to the next in line.
       complete(boost::asio::error::no_memory,
-          peer_type(acceptor_->get_executor()));
+          peer_type(peer_executor_));
     }
   }
 
@@ -313,10 +316,12 @@ private:
         boost::asio::associated_executor_t<Handler, Executor>,
         boost::system::error_code, socket_type>;
 
-  accept_op(acceptor_type& acceptor, handle_service& service, slot_id id,
-      handle_unit&& handle, std::optional<reservation>&& reserved,
+  accept_op(acceptor_type& acceptor, const Executor& peer_executor,
+      handle_service& service, slot_id id, handle_unit&& handle,
+      std::optional<reservation>&& reserved,
       Handler&& handler)
     : acceptor_(&acceptor),
+      peer_executor_(peer_executor),
       service_(&service),
       id_(id),
       handle_(std::move(handle)),
@@ -326,20 +331,22 @@ private:
   {
   }
 
-  static void refuse(acceptor_type& acceptor, Handler&& handler,
-      const boost::system::error_code& ec)
+  static void refuse(acceptor_type& acceptor, const Executor& peer_executor,
+      Handler&& handler, const boost::system::error_code& ec)
   {
     boost::asio::post(acceptor.get_executor(),
         boost::asio::detail::move_binder2<Handler,
           boost::system::error_code, socket_type>(0, std::move(handler), ec,
-            socket_type(acceptor.get_executor())));
+            socket_type(peer_executor)));
   }
 
   void accept(const boost::asio::cancellation_slot& slot)
   {
     slot_ = slot;
     acceptor_type& acceptor = *acceptor_;
-    acceptor.async_accept(std::move(*this));
+    // A copy: Asio may move this operation before it reads the executor.
+    const Executor peer_executor = peer_executor_;
+    acceptor.async_accept(peer_executor, std::move(*this));
   }
 
   // Hands this operation to the handle service: in line for a handle, or,
@@ -364,7 +371,7 @@ private:
       // initiating call throws instead.
       if (backing_off)
         return complete(boost::asio::error::no_memory,
-            peer_type(acceptor.get_executor()));
+            peer_type(peer_executor_));
       service.complete(id, false);
       throw;
     }
@@ -404,6 +411,7 @@ private:
   }
 
   acceptor_type* acceptor_;
+  Executor peer_executor_;
   handle_service* service_;
   slot_id id_;
   handle_unit handle_;
@@ -420,9 +428,11 @@ class initiate_accept
 public:
   using executor_type = Executor;
 
-  explicit initiate_accept(
-      boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor) noexcept
-    : acceptor_(&acceptor)
+  initiate_accept(
+      boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+      const Executor& peer_executor)
+    : acceptor_(&acceptor),
+      peer_executor_(peer_executor)
   {
   }
 
@@ -435,11 +445,13 @@ public:
   void operator()(Handler&& handler) const
   {
     using op = accept_op<Protocol, Executor, std::decay_t<Handler>>;
-    op::start(*acceptor_, std::decay_t<Handler>(std::forward<Handler>(handler)));
+    op::start(*acceptor_, peer_executor_,
+        std::decay_t<Handler>(std::forward<Handler>(handler)));
   }
 
 private:
   boost::asio::basic_socket_acceptor<Protocol, Executor>* acceptor_;
+  Executor peer_executor_;
 };
 
 } // namespace detail

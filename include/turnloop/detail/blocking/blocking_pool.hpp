@@ -7,11 +7,14 @@
 //
 // - Bounded workers (config::blocking.threads) start on the first bounded
 //   job and take jobs from one FIFO queue. A worker with nothing to do looks
-//   out for a new job for a moment, then sleeps on a semaphore of its own.
-//   At most one worker at a time is "searching" (looking out, or woken and
-//   on its way): it takes a job and, if more are queued, wakes the next. So
-//   a burst of submissions costs the loop one wake at most, and no worker is
-//   woken only to find the queue empty.
+//   out for a new job for a moment, then sleeps on a semaphore of its own;
+//   at most one worker at a time looks out, and it stops (and the next
+//   look-outs are skipped) when a yield shows that another thread wanted its
+//   core. A submission wakes as many sleepers as there are queued jobs that
+//   no "searching" worker (looking out, or woken and on its way) will take,
+//   so no worker is woken only to find the queue empty, each woken worker
+//   starts at once on a core the scheduler picks, and no job waits for a
+//   look-out that is off its core.
 // - The loop hands over the jobs submitted while it delivers results in
 //   batches (stage(), then flush()): one lock for several jobs.
 // - A long job gets a thread of its own, created when the loop starts the
@@ -221,8 +224,21 @@ private:
 
   class signals_blocked;
 
-  // How long an idle worker looks out for a new job before it sleeps.
+  // How long an idle worker looks out for a new job before it sleeps; a
+  // yield slower than core_lost_after means another thread took the core
+  // (a bare sched_yield takes about a microsecond), and after each such
+  // look-out up to max_spins_skipped idle workers sleep without one.
   static constexpr std::chrono::microseconds spin_time{50};
+  static constexpr std::chrono::microseconds core_lost_after{10};
+  static constexpr std::size_t max_spins_skipped = 64;
+
+  TURNLOOP_DECL bool may_look_out() noexcept;
+  TURNLOOP_DECL void after_look_out(bool contended) noexcept;
+  TURNLOOP_DECL bool look_out(
+      std::chrono::steady_clock::time_point now) noexcept;
+  TURNLOOP_DECL worker* sleepers_for_new_jobs() noexcept;
+  TURNLOOP_DECL static void wake(worker* woken) noexcept;
+  TURNLOOP_DECL bool lookout_stalled() const noexcept;
 
   TURNLOOP_DECL worker* take_sleeper() noexcept;
   TURNLOOP_DECL void work(worker& self) noexcept;
@@ -247,7 +263,14 @@ private:
   job_list running_long_;       // long jobs whose function is running
   worker* sleepers_ = nullptr;  // most recent first
   std::size_t searching_ = 0;   // looking out, or woken and not yet back
+  bool looking_out_ = false;
+  std::size_t spin_penalty_ = 0;  // look-outs skipped after the last lost one
+  std::size_t spins_to_skip_ = 0; // of those, still to skip
   bool closed_ = false;
+
+  // When the look-out last checked the queue (steady_clock ticks); written
+  // by it alone, on its own line so the loop's writes do not slow it.
+  alignas(64) std::atomic<std::chrono::steady_clock::rep> lookout_beat_{0};
 
   // Workers to loop. Capacity max_undelivered; producers push one at a time
   // under results_mutex_; one consumer (the loop).

@@ -139,6 +139,13 @@ public:
     }
   }
 
+  /// The loop's reactor, which serves its I/O objects; the loop's thread
+  /// (or any thread, for what Asio lets any thread do with a reactor).
+  turn_reactor& reactor() noexcept
+  {
+    return *reactor_;
+  }
+
   /// The loop-wide ceilings of config::max_operations and config::max_handles,
   /// shared by every service that tracks operations or handles.
   ceiling& operations() noexcept

@@ -16,32 +16,16 @@
 
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/execution_context.hpp>
-
 #include <memory>
 #include <vector>
 
 namespace turnloop {
 namespace detail {
 
-// execution_context::shutdown() is protected; a pointer to it taken in a
-// derived class may be applied to any execution_context. ~loop calls it
-// again later, which finds every service already shut down.
-struct context_shutdown : boost::asio::execution_context
-{
-  static void shutdown_services(boost::asio::execution_context& c)
-  {
-    (c.*(&context_shutdown::shutdown))();
-  }
-};
-
 inline void destroy_together(std::vector<std::unique_ptr<loop>>& loops) noexcept
 {
   for (auto& l : loops)
-  {
-    core_of(*l).begin_shutdown();
-    context_shutdown::shutdown_services(*l);
-  }
+    shut_down(*l);
   for (bool again = true; again;)
   {
     again = false;

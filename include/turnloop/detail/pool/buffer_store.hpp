@@ -74,6 +74,12 @@ public:
     return leased_high_water_;
   }
 
+  /// Loop thread: true if a buffer can be taken without minting one.
+  bool has_free() const noexcept
+  {
+    return free_ || returned_.load(std::memory_order_relaxed);
+  }
+
   /// Loop thread: the most recently returned free buffer, else a new one if
   /// the ceiling allows, counted as leased; nullptr at the ceiling.
   /// @throws std::bad_alloc if a new buffer cannot be allocated.

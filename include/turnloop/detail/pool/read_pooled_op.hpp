@@ -27,6 +27,9 @@
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
+#include <turnloop/detail/pool/pooled_recv_op.hpp>
+#include <turnloop/detail/engine/loop_core.hpp>
+#include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
@@ -189,6 +192,75 @@ public:
     read(buffer_pool::buffer_of(lease));
   }
 
+  /// A socket's read, performed by the reactor on the loop's thread when
+  /// the socket is readable (or tried at once, when it may be): reads into a
+  /// buffer taken now, or finds the end of the stream or an error without
+  /// one. not_done leaves the read waiting for the next edge, holding none.
+  boost::asio::detail::reactor_op::status perform_recv(
+      boost::system::error_code& ec, buffer_lease& lease,
+      bool& needs_buffer) noexcept
+  {
+    using status = boost::asio::detail::reactor_op::status;
+    const int fd = stream_->native_handle();
+    // A buffer is minted only for data: without a free one, a peek tells
+    // first (the reactor tries a read at once, before any edge).
+    if (!pool_->store_->has_free())
+    {
+      switch (probe_unread(fd, ec))
+      {
+      case unread::data:
+        break;
+      case unread::nothing:
+        return status::not_done;
+      case unread::end:
+        return status::done;
+      }
+    }
+    pooled_buffer* b;
+    try
+    {
+      b = pool_->take();
+    }
+    catch (const std::bad_alloc&)
+    {
+      ec = boost::asio::error::no_memory;
+      return status::done;
+    }
+    if (!b)
+    {
+      needs_buffer = true;
+      return status::done;
+    }
+    const std::size_t size = pool_->buffer_size();
+    const std::size_t n = read_nonblocking(fd, true, b->bytes(), size, ec);
+    if (n != 0)
+    {
+      lease = buffer_pool::lease_of(b, n);
+      // A short read drained the socket: the reactor then waits for the
+      // next edge rather than trying the next read at once.
+      return n < size ? status::done_and_exhausted : status::done;
+    }
+    pool_->give_back(b);
+    return ec ? status::done : status::not_done;
+  }
+
+  /// The reactor's read is over: @p lease, an error, or data waiting that
+  /// found every buffer leased (@p needs_buffer).
+  void on_recv(const boost::system::error_code& ec, buffer_lease lease,
+      bool needs_buffer)
+  {
+    if (needs_buffer)
+    {
+      buffer_pool& pool = *pool_;
+      Stream& stream = *stream_;
+      // A wait that cannot be recorded leaves this operation untouched.
+      if (!pool.wait_for_read(std::move(*this), stream))
+        complete(boost::asio::error::no_memory, buffer_lease());
+      return;
+    }
+    complete(ec, std::move(lease));
+  }
+
 private:
   using reservation = reserved_delivery<Handler, handler_executor_type,
         boost::system::error_code, buffer_lease>;
@@ -209,6 +281,23 @@ private:
   void wait_readable()
   {
     Stream& stream = *stream_;
+    if constexpr (reactor_socket<Stream>)
+    {
+      // The reactor reads without blocking only a non-blocking socket; a
+      // socket that cannot be made one is left to async_wait and read().
+      boost::system::error_code ec;
+      if (!stream.native_non_blocking())
+        stream.native_non_blocking(true, ec);
+      if (!ec)
+      {
+        auto& impl = socket_implementation_of<Stream>::get(stream);
+        loop_core& core = pool_->core_;
+        pooled_recv_op<read_pooled_op>::start(std::move(*this),
+            core.reactor(), impl.socket_, impl.reactor_data_,
+            core.running_in_this_thread());
+        return;
+      }
+    }
     stream.async_wait(Stream::wait_read, std::move(*this));
   }
 

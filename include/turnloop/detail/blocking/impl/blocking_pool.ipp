@@ -17,6 +17,7 @@
 #include <turnloop/detail/blocking/blocking_pool.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 
+#include <algorithm>
 #include <cassert>
 #include <csignal>
 
@@ -110,18 +111,57 @@ TURNLOOP_DECL blocking_pool::worker* blocking_pool::take_sleeper() noexcept
   return w;
 }
 
+TURNLOOP_DECL blocking_pool::worker*
+blocking_pool::sleepers_for_new_jobs() noexcept
+{
+  // As many workers as there are jobs without one that will take them: a
+  // worker searching takes one, and a look-out that has not come back from
+  // a yield for core_lost_after is off its core, maybe for a whole time
+  // slice of another thread, so the jobs do not wait for it. Each woken
+  // worker runs on a core of its own choosing at once, rather than after
+  // the one that woke it.
+  std::size_t takers = searching_
+    - (looking_out_ && lookout_stalled() ? 1 : 0);
+  const std::size_t jobs = queued_.load(std::memory_order_relaxed);
+  worker* woken = nullptr;
+  while (takers < jobs && sleepers_)
+  {
+    worker* w = take_sleeper();
+    w->next_sleeper = woken;
+    woken = w;
+    ++takers;
+  }
+  return woken;
+}
+
+TURNLOOP_DECL void blocking_pool::wake(worker* woken) noexcept
+{
+  while (woken)
+  {
+    worker* next = woken->next_sleeper;
+    woken->wake.release();
+    woken = next;
+  }
+}
+
+TURNLOOP_DECL bool blocking_pool::lookout_stalled() const noexcept
+{
+  const auto beat = std::chrono::steady_clock::duration(
+      lookout_beat_.load(std::memory_order_relaxed));
+  return std::chrono::steady_clock::now().time_since_epoch() - beat
+    > core_lost_after;
+}
+
 TURNLOOP_DECL void blocking_pool::enqueue(blocking_job* job) noexcept
 {
-  worker* wake = nullptr;
+  worker* woken = nullptr;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     queue_.push_back(job);
     queued_.fetch_add(1, std::memory_order_relaxed);
-    if (searching_ == 0)
-      wake = take_sleeper();
+    woken = sleepers_for_new_jobs();
   }
-  if (wake)
-    wake->wake.release();
+  wake(woken);
 }
 
 TURNLOOP_DECL void blocking_pool::flush() noexcept
@@ -130,17 +170,15 @@ TURNLOOP_DECL void blocking_pool::flush() noexcept
     return;
   for (blocking_job* job = staged_.head; job; job = job->next_)
     job->staged_ = false;
-  worker* wake = nullptr;
+  worker* woken = nullptr;
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     queue_.splice_back(staged_);
     queued_.fetch_add(staged_count_, std::memory_order_relaxed);
-    if (searching_ == 0)
-      wake = take_sleeper();
+    woken = sleepers_for_new_jobs();
   }
   staged_count_ = 0;
-  if (wake)
-    wake->wake.release();
+  wake(woken);
 }
 
 TURNLOOP_DECL void blocking_pool::start_long(blocking_job* job) noexcept
@@ -213,6 +251,44 @@ TURNLOOP_DECL void blocking_pool::push_result(blocking_job* job) noexcept
   core_.signal(source_);
 }
 
+TURNLOOP_DECL bool blocking_pool::may_look_out() noexcept
+{
+  if (spins_to_skip_ == 0)
+    return true;
+  --spins_to_skip_;
+  return false;
+}
+
+TURNLOOP_DECL void blocking_pool::after_look_out(bool contended) noexcept
+{
+  // Each look-out that lost the core doubles the number skipped after it,
+  // up to max_spins_skipped; one that did not starts again at none.
+  spin_penalty_ = contended
+    ? std::min<std::size_t>(spin_penalty_ * 2 + 1, max_spins_skipped) : 0;
+  spins_to_skip_ = spin_penalty_;
+}
+
+TURNLOOP_DECL bool blocking_pool::look_out(
+    std::chrono::steady_clock::time_point now) noexcept
+{
+  // A yield that returns late gave the core to another thread that wanted
+  // it: the machine is busy, and time spent here is taken from the loop or
+  // its neighbours, so the worker stops and sleeps.
+  const auto until = now + spin_time;
+  for (;;)
+  {
+    if (queued_.load(std::memory_order_relaxed) != 0 || now >= until)
+      return false;
+    std::this_thread::yield();
+    const auto before = now;
+    now = std::chrono::steady_clock::now();
+    lookout_beat_.store(now.time_since_epoch().count(),
+        std::memory_order_relaxed);
+    if (now - before > core_lost_after)
+      return true;
+  }
+}
+
 TURNLOOP_DECL void blocking_pool::work(worker& self) noexcept
 {
   std::unique_lock<std::mutex> lock(queue_mutex_);
@@ -222,20 +298,23 @@ TURNLOOP_DECL void blocking_pool::work(worker& self) noexcept
     if (closed_)
       return;
     blocking_job* job = queue_.pop_front();
-    if (!job && !spun && searching_ == 0)
+    if (!job && !spun && searching_ == 0 && may_look_out())
     {
       // One worker at a time looks out for the next job for a moment
       // before sleeping: a loop that submits as results come back then
       // costs no wake on either side.
       spun = true;
       ++searching_;
+      looking_out_ = true;
+      const auto now = std::chrono::steady_clock::now();
+      lookout_beat_.store(now.time_since_epoch().count(),
+          std::memory_order_relaxed);
       lock.unlock();
-      const auto until = std::chrono::steady_clock::now() + spin_time;
-      while (queued_.load(std::memory_order_relaxed) == 0
-          && std::chrono::steady_clock::now() < until)
-        std::this_thread::yield();
+      const bool contended = look_out(now);
       lock.lock();
+      looking_out_ = false;
       --searching_;
+      after_look_out(contended);
       continue;
     }
     spun = false;

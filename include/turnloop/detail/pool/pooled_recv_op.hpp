@@ -1,0 +1,168 @@
+//
+// turnloop/detail/pool/pooled_recv_op.hpp
+//
+// How a pooled read of a socket waits for data: as one of the epoll
+// reactor's own read operations, like Asio's async_receive, except that the
+// buffer is taken from the pool when the reactor performs the read, not when
+// the read starts. An async_wait(wait_read) would do as well for holding no
+// buffer, but Asio re-arms the descriptor (epoll_ctl) at every such wait, a
+// system call per message that a reactor read operation does not make: it
+// is queued on the descriptor's edge-triggered registration and performed
+// when the next edge arrives.
+//
+// The reactor and the socket's registration are Asio internals: they are
+// reached only when the socket's implementation is the epoll reactor's
+// (see reactor_socket), else a pooled read uses async_wait.
+//
+
+#ifndef TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP
+#define TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/buffer_lease.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/detail/epoll_reactor.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/memory.hpp>
+#include <boost/asio/detail/reactor_op.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+using epoll_reactor = boost::asio::detail::epoll_reactor;
+
+/// Reaches a socket's implementation, a protected member of Asio's
+/// basic_socket, as a class derived from the socket may.
+template <typename Stream>
+struct socket_implementation_of : Stream
+{
+  static auto& get(Stream& s) noexcept
+  {
+    return (s.*(&socket_implementation_of::impl_)).get_implementation();
+  }
+};
+
+/// A socket served by the epoll reactor: its implementation holds the
+/// descriptor and the reactor's registration of it.
+template <typename Stream>
+concept reactor_socket = !std::is_final_v<Stream>
+  && requires(Stream& s)
+  {
+    { socket_implementation_of<Stream>::get(s).socket_ }
+      -> std::convertible_to<int>;
+    { socket_implementation_of<Stream>::get(s).reactor_data_ }
+      -> std::same_as<epoll_reactor::per_descriptor_data&>;
+  };
+
+/// Installed in the read's cancellation slot while the reactor holds it, as
+/// Asio's own reactor operations do. Any cancellation type is honoured.
+class pooled_recv_cancellation
+{
+public:
+  pooled_recv_cancellation(epoll_reactor& reactor,
+      epoll_reactor::per_descriptor_data& data, int descriptor) noexcept
+    : reactor_(&reactor),
+      data_(&data),
+      descriptor_(descriptor)
+  {
+  }
+
+  void operator()(boost::asio::cancellation_type_t type) const
+  {
+    if (type != boost::asio::cancellation_type::none)
+      reactor_->cancel_ops_by_key(descriptor_, *data_,
+          epoll_reactor::read_op, const_cast<pooled_recv_cancellation*>(this));
+  }
+
+private:
+  epoll_reactor* reactor_;
+  epoll_reactor::per_descriptor_data* data_;
+  int descriptor_;
+};
+
+/// The reactor operation. @p Handler is the pooled read (read_pooled_op),
+/// which provides
+///   reactor_op::status perform_recv(error_code&, buffer_lease&, bool&)
+///     the read itself, run by the reactor on the loop's thread;
+///   void on_recv(const error_code&, buffer_lease, bool needs_buffer)
+///     its continuation, run as the operation's completion.
+/// The operation's memory comes from the read's allocator, which is its
+/// user handler's.
+template <typename Handler>
+class pooled_recv_op final : public boost::asio::detail::reactor_op
+{
+public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(pooled_recv_op);
+
+  explicit pooled_recv_op(Handler&& handler)
+    : reactor_op(boost::system::error_code(), &pooled_recv_op::do_perform,
+        &pooled_recv_op::do_complete),
+      handler_(std::move(handler))
+  {
+  }
+
+  /// Queues @p handler's read on the reactor's registration of @p data.
+  /// Only on the loop's thread may the reactor try the read at once
+  /// (@p speculative): the pool belongs to that thread.
+  static void start(Handler&& handler, epoll_reactor& reactor, int descriptor,
+      epoll_reactor::per_descriptor_data& data, bool speculative)
+  {
+    // Memory and the slot's canceller first, the handler last: an
+    // allocation that fails leaves the handler with the caller.
+    auto slot = handler.get_cancellation_slot();
+    ptr p = { boost::asio::detail::addressof(handler),
+      ptr::allocate(handler), 0 };
+    void* key = nullptr;
+    if (slot.is_connected())
+      key = &slot.template emplace<pooled_recv_cancellation>(reactor, data,
+          descriptor);
+    p.p = new (p.v) pooled_recv_op(std::move(handler));
+    p.p->cancellation_key_ = key;
+    reactor.start_op(epoll_reactor::read_op, descriptor, data, p.p, false,
+        speculative);
+    p.v = p.p = 0;
+  }
+
+private:
+  static status do_perform(reactor_op* base)
+  {
+    pooled_recv_op* o = static_cast<pooled_recv_op*>(base);
+    return o->handler_.perform_recv(o->ec_, o->lease_, o->needs_buffer_);
+  }
+
+  static void do_complete(void* owner, boost::asio::detail::operation* base,
+      const boost::system::error_code&, std::size_t)
+  {
+    pooled_recv_op* o = static_cast<pooled_recv_op*>(base);
+    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+
+    // Moved out so that the operation's memory is free before the read
+    // goes on, which may start the next operation.
+    Handler handler(std::move(o->handler_));
+    const boost::system::error_code ec = o->ec_;
+    buffer_lease lease(std::move(o->lease_));
+    const bool needs_buffer = o->needs_buffer_;
+    p.h = boost::asio::detail::addressof(handler);
+    p.reset();
+
+    // Without an owner the loop is being destroyed: the read, and any
+    // buffer it read into, go without running.
+    if (owner)
+      handler.on_recv(ec, std::move(lease), needs_buffer);
+  }
+
+  Handler handler_;
+  buffer_lease lease_;
+  bool needs_buffer_ = false;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP

@@ -1,0 +1,57 @@
+//
+// test/clients.hpp
+//
+// Blocking loopback clients for the acceptor modules (sharded_acceptor,
+// group_acceptor): connect many, and read each one's one-byte greeting
+// with a deadline.
+//
+
+#ifndef TURNLOOP_TEST_CLIENTS_HPP
+#define TURNLOOP_TEST_CLIENTS_HPP
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <ctime>
+#include <vector>
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "support.hpp"
+
+namespace test {
+
+/// The loopback address, port 0 (any free port).
+inline boost::asio::ip::tcp::endpoint loopback()
+{
+  return {boost::asio::ip::address_v4::loopback(), 0};
+}
+
+/// @p n blocking clients on @p ctx, each connected to @p to.
+inline std::vector<boost::asio::ip::tcp::socket> connect_clients(
+    boost::asio::io_context& ctx, const boost::asio::ip::tcp::endpoint& to,
+    int n)
+{
+  std::vector<boost::asio::ip::tcp::socket> clients;
+  for (int i = 0; i < n; ++i)
+  {
+    clients.emplace_back(ctx);
+    clients.back().connect(to);
+  }
+  return clients;
+}
+
+/// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
+/// timeout.
+inline bool greeted(boost::asio::ip::tcp::socket& client)
+{
+  timeval tv{static_cast<time_t>(deadline.count()), 0};
+  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char c = 0;
+  return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
+}
+
+} // namespace test
+
+#endif // TURNLOOP_TEST_CLIENTS_HPP
