@@ -525,6 +525,54 @@ BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_issued_again_after_waiting_for_a_h
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_handle_released_on_a_thread_out_of_memory_resumes_the_accept_in_line, * boost::unit_test::label("threads"))
+{
+  turnloop::config cfg;
+  cfg.max_handles = 1;
+  turnloop::loop l(cfg);
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket c1(l), c2(l);
+  c1.connect(acceptor.local_endpoint());
+  c2.connect(acceptor.local_endpoint());
+
+  accept_outcome first;
+  turnloop::async_accept(acceptor, [&](error_code, accepted s) {
+    ++first.calls;
+    first.socket.emplace(std::move(s));
+  });
+  BOOST_REQUIRE(run_until(l, [&] { return first.calls == 1; }));
+
+  // The only handle is held: the next accept waits for it, parked.
+  accept_outcome second;
+  turnloop::async_accept(acceptor, [&](error_code ec, accepted s) {
+    ++second.calls;
+    second.ec = ec;
+    second.socket.emplace(std::move(s));
+  });
+  l.restart();
+  l.poll();
+  BOOST_REQUIRE(second.calls == 0);
+
+  // The handle comes back on a thread where every allocation fails (a new
+  // thread: Asio has no cached handler memory there). The release passes the
+  // handle to the accept in line and posts its resume, which must not
+  // allocate: the release is noexcept, a bad_alloc there would terminate.
+  long unused_failures = 0;
+  std::thread releaser([&] {
+    test::fail_next_on_this_thread = 1000;
+    first.socket.reset();
+    unused_failures = test::fail_next_on_this_thread;
+    test::fail_next_on_this_thread = 0;
+  });
+  releaser.join();
+  BOOST_TEST(unused_failures == 1000); // nothing even tried to allocate
+
+  BOOST_REQUIRE(run_until(l, [&] { return second.calls == 1; }));
+  BOOST_TEST(!second.ec);
+  BOOST_TEST((second.socket->remote_endpoint() == c2.local_endpoint()));
+  BOOST_TEST(turnloop::handle_statistics(l).in_use == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(an_accepted_connection_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
 {
   turnloop::loop l;

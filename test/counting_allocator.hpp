@@ -107,6 +107,12 @@ void* realloc(void* p, std::size_t n) noexcept
 void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept
 {
   test::allocations.fetch_add(1, std::memory_order_relaxed);
+  // Asio's handler memory: fails as operator new does, per thread.
+  if (test::fail_next_on_this_thread > 0)
+  {
+    --test::fail_next_on_this_thread;
+    return nullptr;
+  }
   return __libc_memalign(alignment, n);
 }
 

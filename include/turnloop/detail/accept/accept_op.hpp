@@ -362,6 +362,7 @@ private:
     parked_accept_op<accept_op>* op;
     try
     {
+      service.reserve_resume(id);
       op = parked_accept_op<accept_op>::create(*this);
     }
     catch (const std::bad_alloc&)

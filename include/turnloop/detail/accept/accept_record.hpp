@@ -99,6 +99,12 @@ struct accept_record
   /// Ready: the error to complete with, or none to call accept.
   boost::system::error_code result;
 
+  /// Parked: the memory its resume handler will be posted in, reserved
+  /// when it was parked (handle_service::reserve_resume), so that making it
+  /// ready (a handle released on any thread, in a noexcept function)
+  /// allocates nothing.
+  void* resume_memory = nullptr;
+
   boost::asio::cancellation_signal watch;
   boost::asio::cancellation_signal accept;
 };

@@ -14,6 +14,11 @@
 // only through completions it queues (here, of the operation's watch), so a
 // cancel() that came before the release is seen before the accept resumes.
 //
+// The resume handler is posted in memory the operation reserved when it was
+// parked (a block from the service's spares, at most one per parked
+// operation), so that a handle released while memory is exhausted still
+// resumes the accept in line: releasing cannot fail.
+//
 // Every accept holds one unit of config::max_operations and one record in
 // the service's slot table from submission until its completion is
 // delivered; with no unit left it is refused with resource_limit.
@@ -44,6 +49,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 namespace turnloop {
 namespace detail {
@@ -93,6 +99,11 @@ public:
     boost::asio::cancellation_slot watch_slot;
   };
 
+  /// Reserves the memory operation @p id's resume handler will be posted
+  /// in, before it parks. Throws std::bad_alloc, leaving the service as it
+  /// was, if there is none.
+  TURNLOOP_DECL void reserve_resume(slot_id id);
+
   /// Parks @p op, admitted without a handle, in line for one. A handle
   /// released since admit() is taken at once.
   TURNLOOP_DECL parking wait(slot_id id, parked_accept* op,
@@ -132,6 +143,7 @@ public:
 private:
   friend void release_handle(handle_anchor* anchor) noexcept;
   class resume_handler;
+  template <typename T> class resume_allocator;
 
   // A list of records, linked through their prev and next.
   struct list
@@ -157,6 +169,13 @@ private:
       const boost::system::error_code& result);
   TURNLOOP_DECL void leave_backoff_locked(slot_id id);
   TURNLOOP_DECL void push_back(list& l, slot_id id) noexcept;
+
+  // The spare blocks resume handlers are posted in: taken by
+  // reserve_resume, given back when Asio frees the handler's memory (on
+  // the thread that ran it, or as the scheduler shuts down). Their own mutex,
+  // since Asio may free one while the anchor's is held.
+  TURNLOOP_DECL void* take_resume_memory();
+  TURNLOOP_DECL void give_back_resume_memory(void* block) noexcept;
   TURNLOOP_DECL void unlink(list& l, slot_id id) noexcept;
 
   using timer_type = boost::asio::basic_waitable_timer<
@@ -183,6 +202,9 @@ private:
   std::uint64_t backoffs_ = 0;
 
   handle_anchor* anchor_;
+
+  std::mutex spares_mutex_;
+  void* spares_ = nullptr; // each block's first word links the next
 };
 
 } // namespace detail

@@ -28,6 +28,10 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <utility>
 #include <mutex>
 
 namespace turnloop {
@@ -49,27 +53,107 @@ TURNLOOP_DECL void release_handle(handle_anchor* anchor) noexcept
     delete anchor;
 }
 
+// The size of a spare block: room for Asio's operation holding a
+// resume_handler (about 64 bytes on 64-bit targets, on every supported
+// Asio). A larger request, never seen, would be allocated normally.
+constexpr std::size_t resume_memory_size = 256;
+
+// Hands Asio the block a resume handler carries, once; anything else (no
+// block, or a request it cannot hold) comes from the heap.
+template <typename T>
+class handle_service::resume_allocator
+{
+public:
+  using value_type = T;
+
+  resume_allocator(handle_service* service, void* block) noexcept
+    : service_(service),
+      block_(block)
+  {
+  }
+
+  template <typename U>
+  resume_allocator(const resume_allocator<U>& other) noexcept
+    : service_(other.service_),
+      block_(other.block_)
+  {
+  }
+
+  T* allocate(std::size_t n)
+  {
+    if (fits(n))
+      return static_cast<T*>(block_);
+    return std::allocator<T>().allocate(n);
+  }
+
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    if (p && p == block_)
+      service_->give_back_resume_memory(block_);
+    else
+      std::allocator<T>().deallocate(p, n);
+  }
+
+  friend bool operator==(const resume_allocator& a,
+      const resume_allocator& b) noexcept
+  {
+    return a.block_ == b.block_;
+  }
+
+  friend bool operator!=(const resume_allocator& a,
+      const resume_allocator& b) noexcept
+  {
+    return a.block_ != b.block_;
+  }
+
+private:
+  template <typename> friend class resume_allocator;
+
+  bool fits(std::size_t n) const noexcept
+  {
+    return block_ && n <= resume_memory_size / sizeof(T)
+      && alignof(T) <= alignof(std::max_align_t);
+  }
+
+  handle_service* service_;
+  void* block_;
+};
+
 class handle_service::resume_handler
 {
 public:
-  resume_handler(handle_service& service, slot_id id) noexcept
+  using allocator_type = resume_allocator<void>;
+
+  resume_handler(handle_service& service, slot_id id,
+      void* memory = nullptr) noexcept
     : service_(&service),
-      id_(id)
+      id_(id),
+      memory_(memory)
   {
+  }
+
+  /// Asio allocates the handler's operation with this: in the block
+  /// reserved for it, which Asio gives back before it calls the handler.
+  allocator_type get_allocator() const noexcept
+  {
+    return allocator_type(service_, memory_);
   }
 
   void operator()() const
   {
     // Driven through io_context::run() by a thread that does not own the
-    // loop, this would race the loop's turns: go through one of them.
+    // loop, this would race the loop's turns: go through one of them (its
+    // block is free again by now, so not in it).
     if (!service_->core_.running_in_this_thread())
-      return boost::asio::post(service_->loop_.get_executor(), *this);
+      return boost::asio::post(service_->loop_.get_executor(),
+          resume_handler(*service_, id_));
     service_->resume(id_);
   }
 
 private:
   handle_service* service_;
   slot_id id_;
+  void* memory_;
 };
 
 TURNLOOP_DECL handle_service::handle_service(
@@ -87,6 +171,14 @@ TURNLOOP_DECL handle_service::handle_service(
 
 TURNLOOP_DECL handle_service::~handle_service()
 {
+  // Every block is back: a record gives its own back when it goes, and Asio
+  // gives back those of handlers it destroyed when the scheduler shut down.
+  while (void* block = spares_)
+  {
+    spares_ = *static_cast<void**>(block);
+    ::operator delete(block);
+  }
+
   bool last;
   {
     std::lock_guard<std::mutex> lock(anchor_->mutex);
@@ -131,6 +223,8 @@ TURNLOOP_DECL void handle_service::shutdown()
       op = r.parked;
       if (r.granted)
         handles_.release();
+      if (r.resume_memory)
+        give_back_resume_memory(std::exchange(r.resume_memory, nullptr));
       records_.erase(id);
       operations_.release();
     }
@@ -237,6 +331,8 @@ TURNLOOP_DECL bool handle_service::complete(slot_id id, bool accepted)
   if (r.watched)
     r.watch.emit(boost::asio::cancellation_type::terminal);
   const bool proxied = r.proxied;
+  if (r.resume_memory)
+    give_back_resume_memory(std::exchange(r.resume_memory, nullptr));
   records_.erase(id);
   operations_.release();
   if (accepted)
@@ -402,9 +498,40 @@ TURNLOOP_DECL void handle_service::make_ready_locked(slot_id id,
   push_back(ready_, id);
   // Through the scheduler's own queue (not the loop's), behind what the
   // reactor has queued: see the file comment of handle_service.hpp.
+  // In the block reserved when it was parked: this allocates nothing, and
+  // cannot fail (it is reached from a handle's noexcept release).
   boost::asio::post(
       static_cast<boost::asio::io_context&>(loop_).get_executor(),
-      resume_handler(*this, id));
+      resume_handler(*this, id, std::exchange(r.resume_memory, nullptr)));
+}
+
+TURNLOOP_DECL void handle_service::reserve_resume(slot_id id)
+{
+  std::lock_guard<std::mutex> lock(anchor_->mutex);
+  accept_record& r = *records_.find(id);
+  if (!r.resume_memory)
+    r.resume_memory = take_resume_memory();
+}
+
+TURNLOOP_DECL void* handle_service::take_resume_memory()
+{
+  {
+    std::lock_guard<std::mutex> lock(spares_mutex_);
+    if (void* block = spares_)
+    {
+      spares_ = *static_cast<void**>(block);
+      return block;
+    }
+  }
+  return ::operator new(resume_memory_size);
+}
+
+TURNLOOP_DECL void handle_service::give_back_resume_memory(
+    void* block) noexcept
+{
+  std::lock_guard<std::mutex> lock(spares_mutex_);
+  *static_cast<void**>(block) = spares_;
+  spares_ = block;
 }
 
 TURNLOOP_DECL void handle_service::leave_backoff_locked(slot_id id)
