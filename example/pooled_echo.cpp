@@ -47,8 +47,11 @@ awaitable<void> session(tcp::socket socket)
         asio::as_tuple(use_awaitable));
     if (ec)
       co_return; // end of stream or error: the session ends
-    co_await asio::async_write(socket, lease.data(), use_awaitable);
-  } // ...to here, where it goes back to the pool
+    // ...to here: written back (through the loop's io_uring where it has
+    // one) and returned to the pool once written.
+    co_await turnloop::async_write_lease(socket, std::move(lease),
+        use_awaitable);
+  }
 }
 
 awaitable<void> listen(tcp::acceptor& acceptor)

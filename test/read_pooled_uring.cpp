@@ -465,18 +465,18 @@ BOOST_AUTO_TEST_CASE(leases_released_on_other_threads_return_to_the_ring,
   connections c(l, 1);
   std::atomic<int> released{0};
   std::vector<std::thread> releasers;
-  int received = 0;
+  std::atomic<int> received{0};
   std::function<void()> read = [&] {
     turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
           buffer_lease lease) {
       if (ec)
         return;
-      ++received;
+      received.fetch_add(1);
       releasers.emplace_back([&, lease = std::move(lease)]() mutable {
         lease = buffer_lease();
         released.fetch_add(1);
       });
-      if (received < messages)
+      if (received.load() < messages)
         read();
     });
   };
@@ -487,11 +487,11 @@ BOOST_AUTO_TEST_CASE(leases_released_on_other_threads_return_to_the_ring,
       char byte = static_cast<char>(i);
       asio::write(*c.clients[0], asio::buffer(&byte, 1));
       // One byte at a time, each read before the next is written.
-      test::wait_for([&] { return received > i || released.load() < 0; });
+      test::wait_for([&] { return received.load() > i; });
     }
   });
   BOOST_TEST(test::run_until(l, [&] {
-    return received == messages && released.load() == received;
+    return received.load() == messages && released.load() == messages;
   }));
   writer.join();
   for (auto& t : releasers)

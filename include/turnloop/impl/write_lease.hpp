@@ -95,7 +95,7 @@ public:
     if constexpr (reactor_socket<Stream>)
     {
       buffer_pool* pool = buffer_pool_of_executor(io_ex);
-      if (pool && lease && pool->core_.running_in_this_thread())
+      if (pool && lease && pool->core_.runs_here())
       {
         if (pool_ring* ring = pool->ring_for_sockets())
         {

@@ -329,10 +329,11 @@ private:
       {
         auto& impl = socket_implementation_of<Stream>::get(stream);
         loop_core& core = pool_->core_;
-        // On the loop's thread, through the pool's io_uring if it has one
-        // (doc/io_uring.md); a read started elsewhere takes the reactor,
-        // which any thread may use, and its successors the ring.
-        if (core.running_in_this_thread())
+        // On the thread that runs the loop, through the pool's io_uring if
+        // it has one (doc/io_uring.md); a read started elsewhere (or while
+        // io_context::run() drives the loop) takes the reactor, which any
+        // thread may use, and its successors the ring.
+        if (core.runs_here())
           if (pool_ring* ring = pool_->ring_for_sockets())
             return uring_recv_op<read_pooled_op>::start(std::move(*this),
                 *ring, impl.socket_, impl.reactor_data_, true);
