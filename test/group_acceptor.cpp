@@ -2,7 +2,8 @@
 // test/group_acceptor.cpp
 //
 // turnloop::group_acceptor: one acceptor on one loop of a group, each
-// accepted socket built on the next loop round robin and served there.
+// accepted socket built on a loop of its placement (round robin, or the
+// loop with the fewest live connections) and served there.
 // config::max_handles is group-wide: N + 10 clients at a cap of N get
 // exactly N, the rest wait in the backlog, none reset, and are served as
 // connections close on any loop.
@@ -156,7 +157,9 @@ BOOST_AUTO_TEST_CASE(a_port_in_use_is_refused_with_a_message_naming_bind)
 BOOST_AUTO_TEST_CASE(next_executor_deals_the_loops_in_turn)
 {
   turnloop::loop_group g(3);
-  turnloop::group_acceptor<> a(g, test::loopback(), 1);
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::round_robin, 1);
+  BOOST_TEST((a.placement() == turnloop::placement::round_robin));
   for (std::size_t k = 0; k < 7; ++k)
     BOOST_TEST(&asio::query(a.next_executor(), asio::execution::context)
         == static_cast<asio::execution_context*>(&g.loop(k % 3)));
@@ -165,7 +168,8 @@ BOOST_AUTO_TEST_CASE(next_executor_deals_the_loops_in_turn)
 BOOST_AUTO_TEST_CASE(connections_are_dealt_evenly_over_every_loop_and_served_there, * threads)
 {
   turnloop::loop_group g(3);
-  turnloop::group_acceptor<> a(g, test::loopback());
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::round_robin);
   server srv(g);
   asio::co_spawn(g.loop(0), deal(srv, a), asio::detached);
   g.start();
@@ -236,7 +240,8 @@ BOOST_AUTO_TEST_CASE(sockets_closed_on_their_own_loops_give_their_handles_back, 
   // The handles come from the accepting loop; each socket is destroyed on
   // its own loop, from which its handle goes back.
   turnloop::loop_group g(2);
-  turnloop::group_acceptor<> a(g, test::loopback());
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::round_robin);
   server srv(g);
   for (auto& s : srv.shards)
     s->release = true;
@@ -267,7 +272,8 @@ BOOST_AUTO_TEST_CASE(max_handles_is_group_wide_and_n_plus_ten_clients_get_exactl
   turnloop::config cfg;
   cfg.max_handles = cap;
   turnloop::loop_group g(2, cfg);
-  turnloop::group_acceptor<> a(g, test::loopback());
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::round_robin);
   server srv(g);
   asio::co_spawn(g.loop(0), deal(srv, a), asio::detached);
   g.start();
@@ -328,4 +334,155 @@ BOOST_AUTO_TEST_CASE(destroying_the_acceptor_then_the_group_with_an_accept_pendi
     s->held.clear();
   a.reset();
   g.reset();
+}
+
+BOOST_AUTO_TEST_CASE(by_default_connections_go_to_the_loop_with_the_fewest)
+{
+  turnloop::loop_group g(3);
+  turnloop::group_acceptor<> a(g, test::loopback());
+  BOOST_TEST((a.placement() == turnloop::placement::least_connections));
+  // Nothing counted: ties, dealt in turn.
+  for (std::size_t k = 0; k < 4; ++k)
+    BOOST_TEST(&asio::query(a.next_executor(), asio::execution::context)
+        == static_cast<asio::execution_context*>(&g.loop(k % 3)));
+  for (std::size_t i = 0; i < 3; ++i)
+    BOOST_TEST(a.connections(i) == 0u);
+  BOOST_CHECK_THROW(a.connections(3), boost::system::system_error);
+}
+
+namespace {
+
+// Holds each accepted socket on its own loop, in held[i], until told to
+// close the first `close_on[i]` of them; counts what each loop got.
+struct keeper
+{
+  explicit keeper(turnloop::loop_group& g) : group(g), srv(g) {}
+
+  // Closes loop i's first @p n sockets on its own thread.
+  void close_on(std::size_t i, int n)
+  {
+    std::atomic<bool> done{false};
+    asio::post(group.loop(i), [&, i, n] {
+      shard& s = *srv.shards[i];
+      s.held.erase(s.held.begin(), s.held.begin() + n);
+      s.holding -= n;
+      done = true;
+    });
+    BOOST_REQUIRE(test::wait_for([&] { return done.load(); }));
+  }
+
+  turnloop::loop_group& group;
+  server srv;
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(least_connections_refills_the_loop_whose_connections_closed_early, * threads)
+{
+  // 12 connections over 2 loops, 6 each; the 6 of loop 1 close. The next 6
+  // all go to loop 1 (round robin would put 3 on each: see below), and the
+  // counts follow the sockets' destruction on their own loops.
+  turnloop::loop_group g(2);
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::least_connections);
+  keeper k(g);
+  asio::co_spawn(g.loop(0), deal(k.srv, a), asio::detached);
+  g.start();
+  asio::io_context ctx;
+  auto first = test::connect_clients(ctx, a.local_endpoint(), 12);
+  for (auto& c : first)
+    BOOST_TEST(test::greeted(c));
+  BOOST_REQUIRE(test::wait_for([&] {
+    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
+      == 12;
+  }));
+  BOOST_TEST(k.srv.shards[0]->served.load() == 6);
+  BOOST_TEST(k.srv.shards[1]->served.load() == 6);
+  // The next accept, once started, is counted on the loop it will place on.
+  BOOST_TEST(test::wait_for([&] {
+    return a.connections(0) + a.connections(1) == 13u;
+  }));
+  BOOST_TEST(a.connections(0) == 7u);
+
+  k.close_on(1, 6);
+  BOOST_TEST(test::wait_for([&] {
+    return a.connections(0) + a.connections(1) == 7u;
+  }));
+  // The pending accept chose while loop 1 was full: it goes to loop 0 (its
+  // 7th), and every accept after it to loop 1.
+  auto second = test::connect_clients(ctx, a.local_endpoint(), 7);
+  for (auto& c : second)
+    BOOST_TEST(test::greeted(c));
+  BOOST_REQUIRE(test::wait_for([&] {
+    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
+      == 13;
+  }));
+  BOOST_TEST(k.srv.shards[0]->served.load() == 7);
+  BOOST_TEST(k.srv.shards[1]->served.load() == 12);
+  BOOST_TEST(k.srv.shards[0]->holding.load() == 7);
+  BOOST_TEST(k.srv.shards[1]->holding.load() == 6);
+  g.stop();
+  g.join();
+  for (auto& s : k.srv.shards)
+    s->held.clear();
+  BOOST_TEST(a.connections(0) + a.connections(1) <= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(round_robin_keeps_dealing_in_turn_after_one_loops_connections_closed, * threads)
+{
+  // The same clients with placement::round_robin: the loop that lost its
+  // connections gets only every other one of the next.
+  turnloop::loop_group g(2);
+  turnloop::group_acceptor<> a(g, test::loopback(),
+      turnloop::placement::round_robin);
+  keeper k(g);
+  asio::co_spawn(g.loop(0), deal(k.srv, a), asio::detached);
+  g.start();
+  asio::io_context ctx;
+  auto first = test::connect_clients(ctx, a.local_endpoint(), 12);
+  for (auto& c : first)
+    BOOST_TEST(test::greeted(c));
+  BOOST_REQUIRE(test::wait_for([&] {
+    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
+      == 12;
+  }));
+  k.close_on(1, 6);
+  auto second = test::connect_clients(ctx, a.local_endpoint(), 6);
+  for (auto& c : second)
+    BOOST_TEST(test::greeted(c));
+  BOOST_REQUIRE(test::wait_for([&] {
+    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
+      == 12;
+  }));
+  BOOST_TEST(k.srv.shards[0]->holding.load() == 9);
+  BOOST_TEST(k.srv.shards[1]->holding.load() == 3);
+  BOOST_TEST(a.connections(1) == 3u);
+  g.stop();
+  g.join();
+  for (auto& s : k.srv.shards)
+    s->held.clear();
+}
+
+BOOST_AUTO_TEST_CASE(sockets_destroyed_after_the_acceptor_count_themselves_out_safely, * threads)
+{
+  // The counts are shared with the sockets: a socket that outlives its
+  // acceptor gives its unit back into memory that is still there (ASan).
+  turnloop::loop_group g(2);
+  auto a = std::make_unique<turnloop::group_acceptor<>>(g, test::loopback());
+  keeper k(g);
+  asio::co_spawn(g.loop(0), deal(k.srv, *a), asio::detached);
+  g.start();
+  asio::io_context ctx;
+  auto clients = test::connect_clients(ctx, a->local_endpoint(), 4);
+  for (auto& c : clients)
+    BOOST_TEST(test::greeted(c));
+  BOOST_REQUIRE(test::wait_for([&] {
+    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
+      == 4;
+  }));
+  g.stop();
+  g.join();
+  a.reset();
+  for (auto& s : k.srv.shards)
+    s->held.clear();
 }
