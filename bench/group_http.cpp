@@ -18,6 +18,10 @@
 //                     the same with acceptor and sockets on turnloop::
 //                     loop::executor_type instead of any_io_executor
 //                     (group_acceptor<tcp, turnloop::loop::executor_type>)
+//   sharded_acceptor  loop_group(T) with SO_REUSEPORT acceptors, accepting
+//                     with turnloop::async_accept (max_handles per loop, as
+//                     turnloop::sharded_acceptor is documented to be used;
+//                     loop_group accepts with Asio's own async_accept)
 //   group_acceptor_rr turnloop::group_acceptor<> itself, placement::
 //                     round_robin
 //   group_acceptor_lc turnloop::group_acceptor<> itself, placement::
@@ -183,6 +187,24 @@ void accept_on(Acceptor& acceptor)
   });
 }
 
+// accept_on with turnloop::async_accept: each connection holds one of the
+// loop's max_handles handles.
+void capped_accept_on(tcp::acceptor& acceptor)
+{
+  turnloop::async_accept(acceptor, [&acceptor](boost::system::error_code ec,
+      turnloop::accepted_socket<tcp> s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+    {
+      accepted.fetch_add(1, std::memory_order_relaxed);
+      s.set_option(tcp::no_delay(true));
+      std::make_shared<session<decltype(s)>>(std::move(s))->start();
+    }
+    capped_accept_on(acceptor);
+  });
+}
+
 // Accepts on loop 0's acceptor, each socket built on the next loop and its
 // session started there.
 template <typename Executor>
@@ -331,7 +353,10 @@ void serve(const std::string& side, std::size_t threads,
     {
       acceptors.push_back(std::make_unique<tcp::acceptor>(group.loop(i)));
       acceptors[i]->assign(tcp::v4(), listeners[i]);
-      accept_on(*acceptors[i]);
+      if (side == "sharded_acceptor")
+        capped_accept_on(*acceptors[i]);
+      else
+        accept_on(*acceptors[i]);
     }
     asio::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) { group.stop(); });
@@ -496,13 +521,14 @@ int main(int argc, char** argv)
   if ((side != "io_context" && side != "io_context_each"
         && side != "loop_group" && side != "loop_group_handoff"
         && side != "loop_group_handoff_native"
-        && side != "group_acceptor_rr" && side != "group_acceptor_lc")
+        && side != "sharded_acceptor" && side != "group_acceptor_rr"
+        && side != "group_acceptor_lc")
       || threads == 0 || connections == 0
       || (churn != "all" && churn != "half"))
   {
     std::cerr << "usage: group_http --side io_context|io_context_each|"
                  "loop_group|loop_group_handoff|loop_group_handoff_native|"
-                 "group_acceptor_rr|group_acceptor_lc "
+                 "sharded_acceptor|group_acceptor_rr|group_acceptor_lc "
                  "--threads T --connections C [--ms M] [--reconnect R] "
                  "[--churn all|half]\n";
     return 2;

@@ -21,7 +21,9 @@ Workloads (--workload, comma-separated; default keepalive):
   churn      accept churn: a new connection for every request (the client
              resets it after the response and connects again), C = 64,
              T = 1 and 2, sides io_context, io_context_each, loop_group
-             (SO_REUSEPORT), group_acceptor_rr and group_acceptor_lc
+             (SO_REUSEPORT, Asio's async_accept), sharded_acceptor (the
+             same with turnloop::async_accept), loop_group_handoff (the hand-made hand-off,
+             round robin, no live count), group_acceptor_rr and group_acceptor_lc
              (turnloop::group_acceptor, round robin and least connections).
              With one request per connection, requests per CPU-second are
              accepts per CPU-second.
@@ -58,7 +60,8 @@ SIDES = ["io_context", "io_context_each", "loop_group", "loop_group_handoff",
          "loop_group_handoff_native"]
 GROUP_SIDES = SIDES[2:]
 CHURN_SIDES = ["io_context", "io_context_each", "loop_group",
-               "group_acceptor_rr", "group_acceptor_lc"]
+               "sharded_acceptor", "loop_group_handoff", "group_acceptor_rr",
+               "group_acceptor_lc"]
 
 # (connections, threads, side, reconnect, churn) per workload.
 WORKLOADS = {
