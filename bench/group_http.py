@@ -210,7 +210,7 @@ def report(workload, runs, rounds, ms):
         return
     for cfg in runs:
         c, t, s, r, ch = cfg
-        if s.startswith(("loop_group", "group_acceptor")):
+        if s.startswith(("loop_group", "group_acceptor", "sharded")):
             for other in ("io_context", "io_context_each"):
                 ratio(cfg, (c, t, other, r, ch))
     for cfg in runs:

@@ -3,8 +3,9 @@
 //
 // A Beast HTTP/1.1 keep-alive server moved from `io_context` run on N
 // threads to a turnloop::loop_group: one loop per thread, one acceptor
-// (turnloop::group_acceptor) that deals each connection to the next loop,
-// and every connection served from start to end by that loop. (
+// (turnloop::group_acceptor) that deals each connection to the loop with
+// the fewest live connections, and every connection served from start to
+// end by that loop. (
 // turnloop::sharded_acceptor, one SO_REUSEPORT acceptor per loop, is the
 // other way; doc/loop_group.md compares them.) doc/loop_group.md walks
 // through the changes; the lines that differ from the io_context version
