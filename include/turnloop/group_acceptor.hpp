@@ -15,7 +15,6 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/accept.hpp>
 #include <turnloop/loop_group.hpp>
-#include <turnloop/detail/ceiling_unit.hpp>
 #include <turnloop/detail/group/connection_counts.hpp>
 #include <turnloop/detail/group/open_listener.hpp>
 
@@ -192,7 +191,8 @@ public:
       void(boost::system::error_code, socket_type)>(
         detail::initiate_accept<Protocol, Executor>(acceptor_,
           executor_type(group_->loop(i).get_executor())),
-        token, detail::connection_counts::take(counts_, i));
+        std::forward<AcceptToken>(token),
+        detail::connection_counts::take(counts_, i));
   }
 
 private:

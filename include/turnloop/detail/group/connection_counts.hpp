@@ -43,12 +43,6 @@ public:
     return counts_[index].count.in_use();
   }
 
-  /// The most loop @p index ever held at once.
-  std::size_t high_water(std::size_t index) const noexcept
-  {
-    return counts_[index].count.high_water();
-  }
-
   /// A unit of loop @p index's count, sharing ownership of this. Never
   /// empty: the counts have no limit.
   static ceiling_unit take(const std::shared_ptr<connection_counts>& self,
