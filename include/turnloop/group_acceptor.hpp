@@ -191,8 +191,7 @@ public:
       void(boost::system::error_code, socket_type)>(
         detail::initiate_accept<Protocol, Executor>(acceptor_,
           executor_type(group_->loop(i).get_executor())),
-        std::forward<AcceptToken>(token),
-        detail::connection_counts::take(counts_, i));
+        token, detail::connection_counts::take(counts_, i));
   }
 
 private:
