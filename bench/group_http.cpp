@@ -170,6 +170,15 @@ private:
   int matched_ = 0;
 };
 
+// Counts an accepted socket and starts its session on this thread.
+template <typename Socket>
+void start_here(Socket s)
+{
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  s.set_option(tcp::no_delay(true));
+  std::make_shared<session<Socket>>(std::move(s))->start();
+}
+
 template <typename Acceptor>
 void accept_on(Acceptor& acceptor)
 {
@@ -178,11 +187,7 @@ void accept_on(Acceptor& acceptor)
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      accepted.fetch_add(1, std::memory_order_relaxed);
-      s.set_option(tcp::no_delay(true));
-      std::make_shared<session<decltype(s)>>(std::move(s))->start();
-    }
+      start_here(std::move(s));
     accept_on(acceptor);
   });
 }
@@ -196,12 +201,20 @@ void capped_accept_on(tcp::acceptor& acceptor)
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      accepted.fetch_add(1, std::memory_order_relaxed);
-      s.set_option(tcp::no_delay(true));
-      std::make_shared<session<decltype(s)>>(std::move(s))->start();
-    }
+      start_here(std::move(s));
     capped_accept_on(acceptor);
+  });
+}
+
+// Starts a session for @p s on the socket's own loop.
+template <typename Socket>
+void start_on_its_loop(Socket s)
+{
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  s.set_option(tcp::no_delay(true));
+  const auto on = s.get_executor();
+  asio::post(on, [s = std::move(s)]() mutable {
+    std::make_shared<session<Socket>>(std::move(s))->start();
   });
 }
 
@@ -219,14 +232,7 @@ void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      accepted.fetch_add(1, std::memory_order_relaxed);
-      s.set_option(tcp::no_delay(true));
-      const auto on = s.get_executor();
-      asio::post(on, [s = std::move(s)]() mutable {
-        std::make_shared<session<socket_type>>(std::move(s))->start();
-      });
-    }
+      start_on_its_loop(std::move(s));
     hand_off(acceptor, group, next);
   });
 }
@@ -240,14 +246,7 @@ void deal(turnloop::group_acceptor<>& acceptor)
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      accepted.fetch_add(1, std::memory_order_relaxed);
-      s.set_option(tcp::no_delay(true));
-      const auto on = s.get_executor();
-      asio::post(on, [s = std::move(s)]() mutable {
-        std::make_shared<session<socket_type>>(std::move(s))->start();
-      });
-    }
+      start_on_its_loop(std::move(s));
     deal(acceptor);
   });
 }

@@ -79,7 +79,8 @@ awaitable<void> session(turnloop::accepted_socket<tcp> socket,
 }
 
 // loop_group: one accept loop, on the accepting loop; each socket is built
-// on the next loop, and its session spawned there (was
+// on the loop with the fewest live connections, and its session spawned
+// there (was
 // `co_spawn(acceptor.get_executor(), ...)`).
 awaitable<void> listen(turnloop::loop_group& group,
     turnloop::group_acceptor<>& acceptor)
@@ -182,9 +183,10 @@ int main(int argc, char* argv[])
     total += served_by[i]->load();
   }
   std::cout << good.load() << " of 8 clients got 50 good responses each\n";
-  // Dealt round robin: 4 connections on each of the two loops.
-  bool even = true;
+  // Dealt to the loop with the fewest live connections: how many each loop
+  // got depends on when the clients finished, but every loop served some.
+  bool spread = true;
   for (auto& n : served_by)
-    even = even && n->load() == 8 / long(group.size());
-  return (good.load() == 8 && total == 8 && even) ? 0 : 1;
+    spread = spread && n->load() > 0;
+  return (good.load() == 8 && total == 8 && spread) ? 0 : 1;
 }

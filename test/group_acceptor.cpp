@@ -354,11 +354,31 @@ BOOST_AUTO_TEST_CASE(by_default_connections_go_to_the_loop_with_the_fewest)
 
 namespace {
 
-// Holds each accepted socket on its own loop, in held[i], until told to
-// close the first `close_on[i]` of them; counts what each loop got.
+// A server that holds every socket on its own loop (srv.shards[i].held)
+// until close_on() closes some.
 struct keeper
 {
   explicit keeper(turnloop::loop_group& g) : group(g), srv(g) {}
+
+  int holding() const
+  {
+    int n = 0;
+    for (auto& s : srv.shards)
+      n += s->holding.load();
+    return n;
+  }
+
+  // Connects @p n clients to @p to, checks each is greeted and waits until
+  // the server holds @p held sockets in all.
+  std::vector<tcp::socket> connect(asio::io_context& ctx,
+      const tcp::endpoint& to, int n, int held)
+  {
+    auto clients = test::connect_clients(ctx, to, n);
+    for (auto& c : clients)
+      BOOST_TEST(test::greeted(c));
+    BOOST_REQUIRE(test::wait_for([&] { return holding() == held; }));
+    return clients;
+  }
 
   // Closes loop i's first @p n sockets on its own thread.
   void close_on(std::size_t i, int n)
@@ -391,13 +411,7 @@ BOOST_AUTO_TEST_CASE(least_connections_refills_the_loop_whose_connections_closed
   asio::co_spawn(g.loop(0), deal(k.srv, a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto first = test::connect_clients(ctx, a.local_endpoint(), 12);
-  for (auto& c : first)
-    BOOST_TEST(test::greeted(c));
-  BOOST_REQUIRE(test::wait_for([&] {
-    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
-      == 12;
-  }));
+  auto first = k.connect(ctx, a.local_endpoint(), 12, 12);
   BOOST_TEST(k.srv.shards[0]->served.load() == 6);
   BOOST_TEST(k.srv.shards[1]->served.load() == 6);
   // The next accept, once started, is counted on the loop it will place on.
@@ -412,13 +426,7 @@ BOOST_AUTO_TEST_CASE(least_connections_refills_the_loop_whose_connections_closed
   }));
   // The pending accept chose while loop 1 was full: it goes to loop 0 (its
   // 7th), and every accept after it to loop 1.
-  auto second = test::connect_clients(ctx, a.local_endpoint(), 7);
-  for (auto& c : second)
-    BOOST_TEST(test::greeted(c));
-  BOOST_REQUIRE(test::wait_for([&] {
-    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
-      == 13;
-  }));
+  auto second = k.connect(ctx, a.local_endpoint(), 7, 13);
   BOOST_TEST(k.srv.shards[0]->served.load() == 7);
   BOOST_TEST(k.srv.shards[1]->served.load() == 12);
   BOOST_TEST(k.srv.shards[0]->holding.load() == 7);
@@ -441,21 +449,9 @@ BOOST_AUTO_TEST_CASE(round_robin_keeps_dealing_in_turn_after_one_loops_connectio
   asio::co_spawn(g.loop(0), deal(k.srv, a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto first = test::connect_clients(ctx, a.local_endpoint(), 12);
-  for (auto& c : first)
-    BOOST_TEST(test::greeted(c));
-  BOOST_REQUIRE(test::wait_for([&] {
-    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
-      == 12;
-  }));
+  auto first = k.connect(ctx, a.local_endpoint(), 12, 12);
   k.close_on(1, 6);
-  auto second = test::connect_clients(ctx, a.local_endpoint(), 6);
-  for (auto& c : second)
-    BOOST_TEST(test::greeted(c));
-  BOOST_REQUIRE(test::wait_for([&] {
-    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
-      == 12;
-  }));
+  auto second = k.connect(ctx, a.local_endpoint(), 6, 12);
   BOOST_TEST(k.srv.shards[0]->holding.load() == 9);
   BOOST_TEST(k.srv.shards[1]->holding.load() == 3);
   BOOST_TEST(a.connections(1) == 3u);
@@ -475,13 +471,7 @@ BOOST_AUTO_TEST_CASE(sockets_destroyed_after_the_acceptor_count_themselves_out_s
   asio::co_spawn(g.loop(0), deal(k.srv, *a), asio::detached);
   g.start();
   asio::io_context ctx;
-  auto clients = test::connect_clients(ctx, a->local_endpoint(), 4);
-  for (auto& c : clients)
-    BOOST_TEST(test::greeted(c));
-  BOOST_REQUIRE(test::wait_for([&] {
-    return k.srv.shards[0]->holding.load() + k.srv.shards[1]->holding.load()
-      == 4;
-  }));
+  auto clients = k.connect(ctx, a->local_endpoint(), 4, 4);
   g.stop();
   g.join();
   a.reset();
