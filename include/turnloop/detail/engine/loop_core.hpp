@@ -281,6 +281,7 @@ private:
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
   TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
+  BOOST_NOINLINE TURNLOOP_DECL void take_arrivals() noexcept;
   TURNLOOP_DECL bool completes_io_here() const noexcept;
   TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ready);
