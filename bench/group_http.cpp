@@ -18,6 +18,14 @@
 //                     the same with acceptor and sockets on turnloop::
 //                     loop::executor_type instead of any_io_executor
 //                     (group_acceptor<tcp, turnloop::loop::executor_type>)
+//   sharded_acceptor  loop_group(T) with SO_REUSEPORT acceptors, accepting
+//                     with turnloop::async_accept (max_handles per loop, as
+//                     turnloop::sharded_acceptor is documented to be used;
+//                     loop_group accepts with Asio's own async_accept)
+//   group_acceptor_rr turnloop::group_acceptor<> itself, placement::
+//                     round_robin
+//   group_acceptor_lc turnloop::group_acceptor<> itself, placement::
+//                     least_connections (its default)
 //
 // The server is a child process (so its CPU time is its own, read from
 // /proc/<pid>/stat over the measured window); the load generator is this
@@ -26,13 +34,23 @@
 // the same session code; only the context differs. bench/group_http.py runs
 // the sides interleaved and reports medians and ratios.
 //
+// With --reconnect R a client closes its connection after every R responses
+// (with a reset, SO_LINGER 0, so that no port is left in TIME_WAIT) and
+// connects again: accept churn. --churn half makes only every other client
+// (the odd ones) do so, the rest keeping theirs: connections of unequal
+// lifetimes, where a group_acceptor's placement matters. The server reports
+// how many connections it accepted, and, on the group_acceptor sides, how
+// many each loop held when it stopped.
+//
 //   group_http --side <side> --threads T --connections C [--ms M]
+//              [--reconnect R] [--churn all|half]
 //
 // Prints one JSON object. Exit status 0 measured, 1 the run failed its
 // checks (a response missing or malformed), 2 bad command line.
 //
 
 #include <turnloop/accept.hpp>
+#include <turnloop/group_acceptor.hpp>
 #include <turnloop/loop_group.hpp>
 
 #include <boost/asio/buffer.hpp>
@@ -80,6 +98,13 @@ constexpr std::string_view response =
 // costs the sessions nothing shared while they run); the server reports it
 // at exit, for instructions per request under callgrind.
 std::atomic<std::uint64_t> answered{0};
+
+// Connections accepted, counted by the accepting handlers.
+std::atomic<std::uint64_t> accepted{0};
+
+// The group_acceptor sides: each loop's live connections when the server
+// stopped.
+std::array<std::uint64_t, 2> live_at_stop{0, 0};
 
 // Reads requests, counts the complete ones (ended by an empty line) and
 // writes one response for each.
@@ -145,6 +170,15 @@ private:
   int matched_ = 0;
 };
 
+// Counts an accepted socket and starts its session on this thread.
+template <typename Socket>
+void start_here(Socket s)
+{
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  s.set_option(tcp::no_delay(true));
+  std::make_shared<session<Socket>>(std::move(s))->start();
+}
+
 template <typename Acceptor>
 void accept_on(Acceptor& acceptor)
 {
@@ -153,11 +187,34 @@ void accept_on(Acceptor& acceptor)
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      s.set_option(tcp::no_delay(true));
-      std::make_shared<session<decltype(s)>>(std::move(s))->start();
-    }
+      start_here(std::move(s));
     accept_on(acceptor);
+  });
+}
+
+// accept_on with turnloop::async_accept: each connection holds one of the
+// loop's max_handles handles.
+void capped_accept_on(tcp::acceptor& acceptor)
+{
+  turnloop::async_accept(acceptor, [&acceptor](boost::system::error_code ec,
+      turnloop::accepted_socket<tcp> s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+      start_here(std::move(s));
+    capped_accept_on(acceptor);
+  });
+}
+
+// Starts a session for @p s on the socket's own loop.
+template <typename Socket>
+void start_on_its_loop(Socket s)
+{
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  s.set_option(tcp::no_delay(true));
+  const auto on = s.get_executor();
+  asio::post(on, [s = std::move(s)]() mutable {
+    std::make_shared<session<Socket>>(std::move(s))->start();
   });
 }
 
@@ -175,14 +232,22 @@ void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
     if (ec == asio::error::operation_aborted)
       return;
     if (!ec)
-    {
-      s.set_option(tcp::no_delay(true));
-      const auto on = s.get_executor();
-      asio::post(on, [s = std::move(s)]() mutable {
-        std::make_shared<session<socket_type>>(std::move(s))->start();
-      });
-    }
+      start_on_its_loop(std::move(s));
     hand_off(acceptor, group, next);
+  });
+}
+
+// turnloop::group_acceptor's own accept loop: the same steps as hand_off.
+void deal(turnloop::group_acceptor<>& acceptor)
+{
+  using socket_type = turnloop::group_acceptor<>::socket_type;
+  acceptor.async_accept([&acceptor](boost::system::error_code ec,
+      socket_type s) {
+    if (ec == asio::error::operation_aborted)
+      return;
+    if (!ec)
+      start_on_its_loop(std::move(s));
+    deal(acceptor);
   });
 }
 
@@ -235,6 +300,28 @@ void serve(const std::string& side, std::size_t threads,
     for (auto& t : others)
       t.join();
   }
+  else if (side == "group_acceptor_rr" || side == "group_acceptor_lc")
+  {
+    turnloop::loop_group group(threads);
+    tcp::acceptor listening(group.loop(0));
+    listening.assign(tcp::v4(), listeners[0]);
+    // The parent's listener, adopted: group_acceptor opens its own, so
+    // this one is handed over by descriptor instead.
+    turnloop::group_acceptor<> a(group, tcp::endpoint(tcp::v4(), 0),
+        side == "group_acceptor_rr" ? turnloop::placement::round_robin
+          : turnloop::placement::least_connections);
+    a.acceptor().close();
+    a.acceptor().assign(tcp::v4(), listening.release());
+    deal(a);
+    asio::signal_set stop(group.loop(0), SIGTERM);
+    stop.async_wait([&](auto, int) {
+      for (std::size_t i = 0; i < threads && i < live_at_stop.size(); ++i)
+        live_at_stop[i] = a.connections(i);
+      group.stop();
+    });
+    signal_ready();
+    group.run();
+  }
   else if (side == "loop_group_handoff" || side == "loop_group_handoff_native")
   {
     turnloop::loop_group group(threads);
@@ -265,7 +352,10 @@ void serve(const std::string& side, std::size_t threads,
     {
       acceptors.push_back(std::make_unique<tcp::acceptor>(group.loop(i)));
       acceptors[i]->assign(tcp::v4(), listeners[i]);
-      accept_on(*acceptors[i]);
+      if (side == "sharded_acceptor")
+        capped_accept_on(*acceptors[i]);
+      else
+        accept_on(*acceptors[i]);
     }
     asio::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) { group.stop(); });
@@ -278,8 +368,9 @@ void serve(const std::string& side, std::size_t threads,
 
 struct client
 {
-  client(asio::io_context& ctx, std::atomic<bool>& r)
-    : socket(ctx), running(&r)
+  client(asio::io_context& ctx, std::atomic<bool>& r, tcp::endpoint to,
+      std::size_t reconnect)
+    : socket(ctx), running(&r), to(to), reconnect(reconnect)
   {
   }
 
@@ -289,6 +380,26 @@ struct client
   std::atomic<bool>* running;
   std::atomic<std::uint64_t> done{0}; // written by its generator thread only
   bool bad = false;
+  tcp::endpoint to;
+  std::size_t reconnect; // responses per connection; 0: keep it
+  std::size_t on_this = 0;
+
+  // Resets the connection (no TIME_WAIT) and opens a new one.
+  void again()
+  {
+    socket.set_option(asio::socket_base::linger(true, 0));
+    socket.close();
+    on_this = 0;
+    socket.async_connect(to, [this](boost::system::error_code ec) {
+      if (ec)
+      {
+        bad = true;
+        return;
+      }
+      socket.set_option(tcp::no_delay(true));
+      send();
+    });
+  }
 
   void send()
   {
@@ -324,8 +435,11 @@ struct client
           }
           done.store(done.load(std::memory_order_relaxed) + 1,
               std::memory_order_relaxed);
-          if (running->load(std::memory_order_relaxed))
-            send();
+          if (!running->load(std::memory_order_relaxed))
+            return;
+          if (reconnect != 0 && ++on_this == reconnect)
+            return again();
+          send();
         });
   }
 };
@@ -382,8 +496,8 @@ unsigned short port_of(int fd)
 
 int main(int argc, char** argv)
 {
-  std::string side;
-  std::size_t threads = 2, connections = 64, ms = 2000;
+  std::string side, churn = "all";
+  std::size_t threads = 2, connections = 64, ms = 2000, reconnect = 0;
   for (int i = 1; i + 1 < argc; i += 2)
   {
     const std::string key = argv[i];
@@ -396,24 +510,33 @@ int main(int argc, char** argv)
       connections = std::stoul(value);
     else if (key == "--ms")
       ms = std::stoul(value);
+    else if (key == "--reconnect")
+      reconnect = std::stoul(value);
+    else if (key == "--churn")
+      churn = value;
     else
       side.clear();
   }
   if ((side != "io_context" && side != "io_context_each"
         && side != "loop_group" && side != "loop_group_handoff"
-        && side != "loop_group_handoff_native")
-      || threads == 0 || connections == 0)
+        && side != "loop_group_handoff_native"
+        && side != "sharded_acceptor" && side != "group_acceptor_rr"
+        && side != "group_acceptor_lc")
+      || threads == 0 || connections == 0
+      || (churn != "all" && churn != "half"))
   {
     std::cerr << "usage: group_http --side io_context|io_context_each|"
-                 "loop_group|loop_group_handoff|loop_group_handoff_native "
-                 "--threads T --connections C [--ms M]\n";
+                 "loop_group|loop_group_handoff|loop_group_handoff_native|"
+                 "sharded_acceptor|group_acceptor_rr|group_acceptor_lc "
+                 "--threads T --connections C [--ms M] [--reconnect R] "
+                 "[--churn all|half]\n";
     return 2;
   }
 
   std::vector<int> listeners;
   const std::size_t count =
-    (side == "io_context" || side.starts_with("loop_group_handoff"))
-      ? 1 : threads;
+    (side == "io_context" || side.starts_with("loop_group_handoff")
+      || side.starts_with("group_acceptor")) ? 1 : threads;
   listeners.push_back(listener(0, count > 1));
   for (std::size_t i = 1; i < count; ++i)
     listeners.push_back(listener(port_of(listeners[0]), true));
@@ -429,8 +552,9 @@ int main(int argc, char** argv)
     // signal_set is waiting for it.
     ::close(ready[0]);
     serve(side, threads, listeners, ready[1]);
-    const std::uint64_t n = answered.load();
-    (void)!::write(ready[1], &n, sizeof(n));
+    const std::uint64_t n[4] = {answered.load(), accepted.load(),
+      live_at_stop[0], live_at_stop[1]};
+    (void)!::write(ready[1], n, sizeof(n));
     std::_Exit(0);
   }
   for (int fd : listeners)
@@ -450,8 +574,12 @@ int main(int argc, char** argv)
     ctxs.push_back(std::make_unique<asio::io_context>(1));
   for (std::size_t k = 0; k < connections; ++k)
   {
-    auto& ctx = *ctxs[k % 2];
-    clients.push_back(std::make_unique<client>(ctx, running));
+    // Pairs of clients per generator thread, so that with --churn half
+    // each thread has as many churning clients as keeping ones.
+    auto& ctx = *ctxs[(k / 2) % 2];
+    const bool churns = churn == "all" || k % 2 == 1;
+    clients.push_back(std::make_unique<client>(ctx, running, to,
+          churns ? reconnect : 0));
     clients.back()->socket.connect(to);
     clients.back()->socket.set_option(tcp::no_delay(true));
   }
@@ -485,9 +613,9 @@ int main(int argc, char** argv)
   ::kill(child, SIGTERM);
   int status = 0;
   ::waitpid(child, &status, 0);
-  std::uint64_t served = 0;
-  if (::read(ready[0], &served, sizeof(served)) != sizeof(served))
-    served = 0;
+  std::uint64_t reported[4] = {0, 0, 0, 0};
+  if (::read(ready[0], reported, sizeof(reported)) != sizeof(reported))
+    reported[0] = reported[1] = 0;
 
   bool bad = false;
   std::size_t idle = 0;
@@ -502,11 +630,16 @@ int main(int argc, char** argv)
       "\"requests_per_s\": %.1f, \"server_cpu_s\": %.3f, "
       "\"requests_per_cpu_s\": %.1f, \"window_s\": %.3f, "
       "\"connections_never_served\": %zu, \"server_exit\": %d, "
-      "\"server_pid\": %d, \"server_answered\": %llu}\n",
+      "\"server_pid\": %d, \"server_answered\": %llu, "
+      "\"reconnect\": %zu, \"churn\": \"%s\", "
+      "\"server_accepted\": %llu, \"live_at_stop\": [%llu, %llu]}\n",
       side.c_str(), threads, connections, requests / seconds, cpu,
       cpu > 0 ? requests / cpu : 0.0, seconds, idle,
       WIFEXITED(status) ? WEXITSTATUS(status) : -1, int(child),
-      static_cast<unsigned long long>(served));
+      static_cast<unsigned long long>(reported[0]), reconnect, churn.c_str(),
+      static_cast<unsigned long long>(reported[1]),
+      static_cast<unsigned long long>(reported[2]),
+      static_cast<unsigned long long>(reported[3]));
   return (bad || idle != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
     ? 1 : 0;
 }

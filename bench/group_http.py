@@ -13,13 +13,31 @@ discarded. Prints the median requests/s and requests per server CPU-second
 of each, and the loop_group sides' ratios to the two io_context sides at
 the same T. Raw runs go to bench/results/group_http.json.
 
-  group_http.py [--runs N] [--ms M] [--program PATH]
-  group_http.py --counts [--program PATH]
+  group_http.py [--workload W] [--runs N] [--ms M] [--program PATH]
+  group_http.py --counts [--workload W] [--program PATH]
+
+Workloads (--workload, comma-separated; default keepalive):
+  keepalive  the comparison above.
+  churn      accept churn: a new connection for every request (the client
+             resets it after the response and connects again), C = 64,
+             T = 1 and 2, sides io_context, io_context_each, loop_group
+             (SO_REUSEPORT, Asio's async_accept), sharded_acceptor (the
+             same with turnloop::async_accept), loop_group_handoff (the hand-made hand-off,
+             round robin, no live count), group_acceptor_rr and group_acceptor_lc
+             (turnloop::group_acceptor, round robin and least connections).
+             With one request per connection, requests per CPU-second are
+             accepts per CPU-second.
+  placement  group_acceptor_rr against group_acceptor_lc at T = 2: keep-alive
+             (C = 64 and 256), and connections of unequal lifetimes (C = 64,
+             every other client reconnecting after every 4 requests, the
+             rest keeping theirs); also each loop's live connections when
+             the server stopped.
 
 --counts measures what does not depend on the machine's load instead: one
 run per (threads, side) at C = 64, the server under callgrind (instructions
-per request answered) and, separately, under strace -f (system calls per
-request answered, the server's threads only). Under valgrind the server's
+per request answered; with --workload churn, per connection accepted) and,
+separately, under strace -f (system calls per request answered, or per
+connection accepted). Under valgrind the server's
 threads take turns, so the instruction counts show each side's own work,
 not what contention costs it.
 
@@ -41,6 +59,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIDES = ["io_context", "io_context_each", "loop_group", "loop_group_handoff",
          "loop_group_handoff_native"]
 GROUP_SIDES = SIDES[2:]
+CHURN_SIDES = ["io_context", "io_context_each", "loop_group",
+               "sharded_acceptor", "loop_group_handoff", "group_acceptor_rr",
+               "group_acceptor_lc"]
+
+# (connections, threads, side, reconnect, churn) per workload.
+WORKLOADS = {
+    "keepalive": [(c, t, s, 0, "all") for c in (64, 256) for t in (1, 2)
+                  for s in SIDES],
+    "churn": [(64, t, s, 1, "all") for t in (1, 2) for s in CHURN_SIDES],
+    "placement": [(c, 2, s, r, ch)
+                  for c, r, ch in ((64, 0, "all"), (256, 0, "all"),
+                                   (64, 4, "half"))
+                  for s in ("group_acceptor_rr", "group_acceptor_lc")],
+}
+
+
+def command(program, cfg, ms):
+    c, t, s, r, ch = cfg
+    return [program, "--side", s, "--threads", str(t), "--connections",
+            str(c), "--ms", str(ms), "--reconnect", str(r), "--churn", ch]
 
 
 def callgrind_total(path):
@@ -71,9 +109,14 @@ def server_threads(prefix, pid):
     return tids
 
 
-def counts(program):
-    sides = [(t, s) for t in (1, 2) for s in SIDES]
+def counts(program, workload):
+    churn = workload == "churn"
+    sides = [(t, s) for t in (1, 2) for s in (CHURN_SIDES if churn else SIDES)]
     base = [program, "--connections", "64", "--ms", "2000"]
+    if churn:
+        base += ["--reconnect", "1"]
+    per = "server_accepted" if churn else "server_answered"
+    unit = "accept" if churn else "request"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for t, s in sides:
@@ -84,7 +127,7 @@ def counts(program):
                 capture_output=True, text=True, timeout=600)
             r = json.loads(out.stdout)
             ir = callgrind_total(f"{tmp}/cg.{r['server_pid']}")
-            ir_per = ir / r["server_answered"]
+            ir_per = ir / r[per]
             out = subprocess.run(["strace", "-f", "-ff", "-o", f"{tmp}/st"] + cmd,
                                  capture_output=True, text=True, timeout=600)
             r2 = json.loads(out.stdout)
@@ -98,49 +141,40 @@ def counts(program):
                                 calls[m.group(1)] = calls.get(m.group(1), 0) + 1
                 except FileNotFoundError:
                     pass
-            n = r2["server_answered"]
+            n = r2[per]
             top = sorted(calls.items(), key=lambda kv: -kv[1])[:4]
             rows.append((t, s, ir_per, sum(calls.values()) / n,
                          ", ".join(f"{k} {v / n:.2f}" for k, v in top)))
             for f in glob.glob(f"{tmp}/st.*") + glob.glob(f"{tmp}/cg.*"):
                 os.remove(f)
-            print(f"  T={t} {s}: {ir_per:.0f} Ir/request, "
-                  f"{rows[-1][3]:.2f} syscalls/request", file=sys.stderr)
+            print(f"  T={t} {s}: {ir_per:.0f} Ir/{unit}, "
+                  f"{rows[-1][3]:.2f} syscalls/{unit}", file=sys.stderr)
     print(f"machine: {platform.node()}, {os.cpu_count()} CPUs; C=64, one run "
-          "per side; server only")
-    print(f"{'T':>2} {'side':<26} {'Ir/req':>8} {'sys/req':>8}  top calls per request")
+          f"per side; server only; per {unit}"
+          + (" (a new connection per request)" if churn else ""))
+    print(f"{'T':>2} {'side':<26} {'Ir':>8} {'sys':>8}  top calls per {unit}")
     for t, s, ir_per, sys_per, top in rows:
         print(f"{t:>2} {s:<26} {ir_per:>8.0f} {sys_per:>8.2f}  {top}")
     return 0
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="measured rounds")
-    parser.add_argument("--ms", type=int, default=2000, help="window per run")
-    parser.add_argument("--program",
-                        default=os.path.join(ROOT, "stage", "bench", "group_http"))
-    parser.add_argument("--counts", action="store_true",
-                        help="instructions and system calls per request")
-    args = parser.parse_args(argv)
-    if args.counts:
-        return counts(args.program)
-
-    configs = [(c, t, s) for c in (64, 256) for t in (1, 2) for s in SIDES]
+def measure(program, workload, rounds, ms):
+    configs = WORKLOADS[workload]
     runs = {cfg: [] for cfg in configs}
-    for round_ in range(args.runs + 1):
-        for c, t, s in configs:
-            out = subprocess.run(
-                [args.program, "--side", s, "--threads", str(t),
-                 "--connections", str(c), "--ms", str(args.ms)],
-                capture_output=True, text=True, timeout=120)
+    for round_ in range(rounds + 1):
+        for cfg in configs:
+            out = subprocess.run(command(program, cfg, ms),
+                                 capture_output=True, text=True, timeout=120)
             if out.returncode != 0:
-                print(f"{s} T={t} C={c} failed: {out.stdout}{out.stderr}",
+                print(f"{cfg} failed: {out.stdout}{out.stderr}",
                       file=sys.stderr)
-                return 1
+                return None
             if round_ > 0:
-                runs[(c, t, s)].append(json.loads(out.stdout))
+                runs[cfg].append(json.loads(out.stdout))
+    return runs
 
+
+def report(workload, runs, rounds, ms):
     def median(cfg, key):
         return statistics.median(r[key] for r in runs[cfg])
 
@@ -149,36 +183,78 @@ def main(argv=None):
         mean = statistics.mean(values)
         return statistics.pstdev(values) / mean if mean else 0.0
 
-    print(f"machine: {platform.node()}, {os.cpu_count()} CPUs; "
-          f"{args.runs} rounds of {args.ms} ms, medians (cv)")
-    print(f"{'C':>4} {'T':>2} {'side':<26} {'req/s':>10} {'cv':>5} "
-          f"{'req/CPU-s':>10} {'cv':>5}")
-    for c, t, s in configs:
-        cfg = (c, t, s)
-        print(f"{c:>4} {t:>2} {s:<26} {median(cfg, 'requests_per_s'):>10.0f} "
+    print(f"== {workload}: machine {platform.node()}, {os.cpu_count()} CPUs; "
+          f"{rounds} rounds of {ms} ms, medians (cv)")
+    print(f"{'C':>4} {'T':>2} {'R':>2} {'churn':<5} {'side':<26} {'req/s':>10} "
+          f"{'cv':>5} {'req/CPU-s':>10} {'cv':>5}  live at stop")
+    for cfg in runs:
+        c, t, s, r, ch = cfg
+        live = ([x["live_at_stop"] for x in runs[cfg]]
+                if s.startswith("group_acceptor") else "")
+        print(f"{c:>4} {t:>2} {r:>2} {ch:<5} {s:<26} "
+              f"{median(cfg, 'requests_per_s'):>10.0f} "
               f"{spread(cfg, 'requests_per_s'):>5.2f} "
               f"{median(cfg, 'requests_per_cpu_s'):>10.0f} "
-              f"{spread(cfg, 'requests_per_cpu_s'):>5.2f}")
+              f"{spread(cfg, 'requests_per_cpu_s'):>5.2f}  {live}")
     print("ratios (req/s; req/CPU-s):")
-    for c in (64, 256):
-        for t in (1, 2):
-            for side in GROUP_SIDES:
-                g = (c, t, side)
-                for other in ("io_context", "io_context_each"):
-                    o = (c, t, other)
-                    print(f"  C={c} T={t} {side:<26} vs {other:<16} "
-                          f"{median(g, 'requests_per_s') / median(o, 'requests_per_s'):.2f}x; "
-                          f"{median(g, 'requests_per_cpu_s') / median(o, 'requests_per_cpu_s'):.2f}x")
-        for side in SIDES:
-            one = median((c, 1, side), "requests_per_s")
-            two = median((c, 2, side), "requests_per_s")
-            print(f"  C={c} {side:<26} 2 threads / 1 thread: {two / one:.2f}x")
+
+    def ratio(g, o):
+        print(f"  C={g[0]} T={g[1]} R={g[3]} {g[2]:<26} vs {o[2]:<18} "
+              f"{median(g, 'requests_per_s') / median(o, 'requests_per_s'):.2f}x; "
+              f"{median(g, 'requests_per_cpu_s') / median(o, 'requests_per_cpu_s'):.2f}x")
+
+    if workload == "placement":
+        for cfg in runs:
+            if cfg[2] == "group_acceptor_lc":
+                ratio(cfg, (cfg[0], cfg[1], "group_acceptor_rr") + cfg[3:])
+        return
+    for cfg in runs:
+        c, t, s, r, ch = cfg
+        if s.startswith(("loop_group", "group_acceptor", "sharded")):
+            for other in ("io_context", "io_context_each"):
+                ratio(cfg, (c, t, other, r, ch))
+    for cfg in runs:
+        c, t, s, r, ch = cfg
+        if t == 2 and (c, 1, s, r, ch) in runs:
+            one = median((c, 1, s, r, ch), "requests_per_s")
+            two = median(cfg, "requests_per_s")
+            print(f"  C={c} R={r} {s:<26} 2 threads / 1 thread: {two / one:.2f}x")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="measured rounds")
+    parser.add_argument("--ms", type=int, default=2000, help="window per run")
+    parser.add_argument("--workload", default="keepalive",
+                        help="keepalive, churn, placement (comma-separated)")
+    parser.add_argument("--program",
+                        default=os.path.join(ROOT, "stage", "bench", "group_http"))
+    parser.add_argument("--counts", action="store_true",
+                        help="instructions and system calls per request")
+    args = parser.parse_args(argv)
+    workloads = args.workload.split(",")
+    for w in workloads:
+        if w not in WORKLOADS:
+            parser.error(f"unknown workload {w}")
+    if args.counts:
+        for w in workloads:
+            counts(args.program, w)
+        return 0
+
+    results = {}
+    for w in workloads:
+        runs = measure(args.program, w, args.runs, args.ms)
+        if runs is None:
+            return 1
+        report(w, runs, args.runs, args.ms)
+        results[w] = {"/".join(map(str, cfg)): v for cfg, v in runs.items()}
 
     os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "bench", "results", "group_http.json"), "w") as f:
-        json.dump({"runs": {f"{c}/{t}/{s}": v for (c, t, s), v in runs.items()},
-                   "machine": platform.node(), "cpus": os.cpu_count()}, f,
-                  indent=1)
+    name = "group_http.json" if workloads == ["keepalive"] else (
+        "group_http-" + "-".join(workloads) + ".json")
+    with open(os.path.join(ROOT, "bench", "results", name), "w") as f:
+        json.dump({"runs": results, "machine": platform.node(),
+                   "cpus": os.cpu_count()}, f, indent=1)
     return 0
 
 

@@ -12,7 +12,7 @@ ratios to an SVG chart. bench/run.sh builds the programs first.
 
   run.py [--quick | --full] [--only <names>]   timed, memory and allocation rows
   run.py --callgrind <names>                   instructions per op, under callgrind
-  run.py --group [--runs N]                    the loop_group HTTP comparison
+  run.py --group [--runs N] [--only W]         the loop_group HTTP comparisons
                                                (bench/group_http.py)
 
 <names> is a comma-separated list of workload names or families (post, timer,
@@ -659,8 +659,11 @@ def main():
     group.add_argument("--callgrind", metavar="NAMES",
                        help="count instructions per op under callgrind")
     group.add_argument("--group", action="store_true",
-                       help="the loop_group HTTP/1.1 comparison, servers of "
-                            "1 and 2 threads (bench/group_http.py; 5 runs)")
+                       help="the loop_group HTTP/1.1 comparisons, servers of "
+                            "1 and 2 threads: keep-alive, accept churn and "
+                            "group_acceptor placement (bench/group_http.py; "
+                            "5 runs; --only picks among keepalive, churn, "
+                            "placement)")
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
@@ -677,7 +680,9 @@ def main():
     if args.group:
         import group_http
         return group_http.main(["--runs", str(args.runs or 5), "--program",
-                                os.path.join(PROGRAMS, "group_http")])
+                                os.path.join(PROGRAMS, "group_http"),
+                                "--workload", args.only
+                                or "keepalive,churn,placement"])
     return main_timed(args)
 
 

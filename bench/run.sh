@@ -4,7 +4,8 @@
 #
 #   bench/run.sh [--quick|--full] [--only <workloads>] [--asio <version>]
 #   bench/run.sh --callgrind <workloads> [--asio <version>]
-#   bench/run.sh --group [--runs N]   the loop_group HTTP comparison
+#   bench/run.sh --group [--runs N] [--only keepalive,churn,placement]
+#                                     the loop_group HTTP comparisons
 #
 # --asio 1.83|1.87|1.89|1.90 builds and runs every side against that Boost's
 # Asio (from ../shared/asio, unpacked by .ci/asio-headers) in front of

@@ -3,8 +3,9 @@
 //
 // A Beast HTTP/1.1 keep-alive server moved from `io_context` run on N
 // threads to a turnloop::loop_group: one loop per thread, one acceptor
-// (turnloop::group_acceptor) that deals each connection to the next loop,
-// and every connection served from start to end by that loop. (
+// (turnloop::group_acceptor) that deals each connection to the loop with
+// the fewest live connections, and every connection served from start to
+// end by that loop. (
 // turnloop::sharded_acceptor, one SO_REUSEPORT acceptor per loop, is the
 // other way; doc/loop_group.md compares them.) doc/loop_group.md walks
 // through the changes; the lines that differ from the io_context version
@@ -78,7 +79,8 @@ awaitable<void> session(turnloop::accepted_socket<tcp> socket,
 }
 
 // loop_group: one accept loop, on the accepting loop; each socket is built
-// on the next loop, and its session spawned there (was
+// on the loop with the fewest live connections, and its session spawned
+// there (was
 // `co_spawn(acceptor.get_executor(), ...)`).
 awaitable<void> listen(turnloop::loop_group& group,
     turnloop::group_acceptor<>& acceptor)
@@ -181,9 +183,10 @@ int main(int argc, char* argv[])
     total += served_by[i]->load();
   }
   std::cout << good.load() << " of 8 clients got 50 good responses each\n";
-  // Dealt round robin: 4 connections on each of the two loops.
-  bool even = true;
+  // Dealt to the loop with the fewest live connections: how many each loop
+  // got depends on when the clients finished, but every loop served some.
+  bool spread = true;
   for (auto& n : served_by)
-    even = even && n->load() == 8 / long(group.size());
-  return (good.load() == 8 && total == 8 && even) ? 0 : 1;
+    spread = spread && n->load() > 0;
+  return (good.load() == 8 && total == 8 && spread) ? 0 : 1;
 }

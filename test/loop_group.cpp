@@ -226,6 +226,31 @@ BOOST_AUTO_TEST_CASE(stop_from_another_thread_ends_every_loop, * threads)
   g.join();
 }
 
+BOOST_AUTO_TEST_CASE(stop_from_another_thread_ends_every_loop_while_each_waits_in_its_reactor, * threads)
+{
+  // No loop has a handler to run: each waits in its reactor for an hour's
+  // timer, so stop() must wake every one of them.
+  turnloop::loop_group g(3);
+  std::vector<std::unique_ptr<asio::steady_timer>> timers;
+  std::atomic<int> waiting{0};
+  for (std::size_t i = 0; i < 3; ++i)
+  {
+    timers.push_back(std::make_unique<asio::steady_timer>(g.loop(i), 1h));
+    timers.back()->async_wait([](error_code) {});
+    asio::post(g.loop(i), [&] { ++waiting; });
+  }
+  g.start();
+  BOOST_REQUIRE(test::wait_for([&] { return waiting.load() == 3; }));
+  std::thread([&] { g.stop(); }).join();
+  auto joined = std::async(std::launch::async, [&] { return g.join(); });
+  BOOST_REQUIRE(joined.wait_for(test::deadline) == std::future_status::ready);
+  BOOST_TEST(joined.get() >= 3u);
+  BOOST_TEST(g.stopped());
+  // The timers are still pending, on loops no thread runs.
+  for (auto& t : timers)
+    BOOST_TEST((t->expiry() > asio::steady_timer::clock_type::now()));
+}
+
 BOOST_AUTO_TEST_CASE(stop_from_a_handler_on_one_loop_ends_every_loop, * threads)
 {
   turnloop::loop_group g(2);
@@ -421,6 +446,33 @@ BOOST_AUTO_TEST_CASE(a_coroutine_spawned_on_another_loop_runs_there_and_returns_
   BOOST_TEST(result == 42);
   BOOST_TEST(callee_on_other_loop);
   BOOST_TEST(caller_on_own_loop);
+}
+
+BOOST_AUTO_TEST_CASE(a_coroutine_moved_by_a_post_bound_to_the_other_loop_runs_there, * threads)
+{
+  // The Asio spelling of switch_to, with state owned by each loop touched
+  // only on that loop (TSan sees a step taken on the wrong thread).
+  turnloop::loop_group g(2);
+  long owned[2] = {0, 0}; // owned[i] belongs to loop i
+  std::atomic<int> finished{0};
+  std::atomic<long> on_wrong_loop{0};
+  for (int c = 0; c < 10; ++c)
+    asio::co_spawn(g.loop(c % 2), [&, c]() -> asio::awaitable<void> {
+      for (int k = 0; k < 100; ++k)
+      {
+        const std::size_t i = (c + k + 1) % 2;
+        co_await asio::post(asio::bind_executor(g.loop(i),
+              asio::use_awaitable));
+        if (!g.loop(i).get_executor().running_in_this_thread())
+          ++on_wrong_loop;
+        ++owned[i];
+      }
+      ++finished;
+    }, asio::detached);
+  g.run();
+  BOOST_TEST(finished.load() == 10);
+  BOOST_TEST(on_wrong_loop.load() == 0);
+  BOOST_TEST(owned[0] + owned[1] == 1000);
 }
 
 BOOST_AUTO_TEST_CASE(coroutines_hopping_between_loops_under_load_all_finish, * threads)

@@ -16,6 +16,7 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/accept/accept_op.hpp>
 #include <turnloop/detail/accept/handle_unit.hpp>
+#include <turnloop/detail/ceiling_unit.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -30,12 +31,15 @@ namespace turnloop {
 
 namespace detail {
 
-// Holds an accepted socket's handle. A base class placed before the socket,
-// so that the socket (and its descriptor) is destroyed first: a handle is
-// never free while the descriptor it stood for is still open.
+// Holds an accepted socket's handle, and its unit of the live count of a
+// group_acceptor's loop if it was dealt by one. A base class placed before
+// the socket, so that the socket (and its descriptor) is destroyed first: a
+// handle is never free, nor a connection counted out, while the descriptor
+// it stood for is still open.
 struct handle_holder
 {
   handle_unit handle_;
+  ceiling_unit placed_;
 };
 
 } // namespace detail
@@ -77,6 +81,7 @@ public:
   {
     socket_type::operator=(std::move(other));
     handle_ = std::move(other.handle_);
+    placed_ = std::move(other.placed_);
     return *this;
   }
 
@@ -86,8 +91,9 @@ private:
   template <typename, typename, typename>
   friend class detail::accept_op;
 
-  accepted_socket(socket_type&& socket, detail::handle_unit&& handle)
-    : detail::handle_holder{std::move(handle)},
+  accepted_socket(socket_type&& socket, detail::handle_unit&& handle,
+      detail::ceiling_unit&& placed)
+    : detail::handle_holder{std::move(handle), std::move(placed)},
       socket_type(std::move(socket))
   {
   }

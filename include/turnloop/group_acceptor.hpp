@@ -2,8 +2,9 @@
 // turnloop/group_acceptor.hpp
 //
 // turnloop::group_acceptor: one listening acceptor on one loop of a
-// loop_group that hands each accepted connection to the next loop, round
-// robin: the socket is built on that loop and lives there from then on.
+// loop_group that hands each accepted connection to a loop of the group,
+// round robin or the one with the fewest live connections: the socket is
+// built on that loop and lives there from then on.
 // The other way to spread connections, sharded_acceptor (SO_REUSEPORT),
 // leaves the choice to the kernel. doc/loop_group.md compares the two.
 //
@@ -14,6 +15,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/accept.hpp>
 #include <turnloop/loop_group.hpp>
+#include <turnloop/detail/group/connection_counts.hpp>
 #include <turnloop/detail/group/open_listener.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -24,21 +26,45 @@
 #include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <utility>
 
 namespace turnloop {
 
+/// How a group_acceptor chooses the loop of each connection it accepts.
+enum class placement
+{
+  /// The next loop in turn: C connections put C / N on each loop, whatever
+  /// became of them since.
+  round_robin,
+
+  /// The loop that holds the fewest of the acceptor's live connections
+  /// (ties go round robin), so that loops whose connections closed early
+  /// get the next ones: the least-loaded placement, load being counted in
+  /// connections.
+  least_connections
+};
+
 /// One listening acceptor, on one loop of a group (the accepting loop),
-/// whose async_accept builds each accepted socket on the next loop of the
-/// group in turn, so that connections are dealt round robin over every
-/// loop, the accepting loop included, each served by one thread from then
-/// on.
+/// whose async_accept builds each accepted socket on a loop of the group
+/// (the accepting loop included) chosen by its placement, each served by
+/// one thread from then on.
 ///
-/// Against sharded_acceptor: the spread is exact (C connections put C / N
-/// on each loop, where the kernel's hash only averages out) and one loop
-/// does all the accepting; a connection's loop is chosen when its accept is
-/// started.
+/// Placement: the acceptor counts, per loop, the connections it dealt there
+/// that are still open (a socket counts itself out when it is destroyed,
+/// on whichever thread), and its pending accept. placement::
+/// least_connections (the default) deals each connection to the loop with
+/// the lowest count, ties round robin; placement::round_robin deals to the
+/// loops in turn regardless. With connections of equal lifetimes the two
+/// deal alike; when the connections of one loop close early, the first
+/// refills that loop, the second keeps dealing the others their share.
+/// connections(i) reads the counts. A connection's loop is chosen when its
+/// accept is started.
+///
+/// Against sharded_acceptor: the spread follows the counts (C connections
+/// put C / N on each loop, where the kernel's hash only averages out) and
+/// one loop does all the accepting.
 ///
 /// config::max_handles is group-wide here: every connection takes a handle
 /// from the accepting loop's ceiling (a detail::ceiling under that loop's
@@ -57,8 +83,8 @@ namespace turnloop {
 /// fewer instructions per HTTP request (doc/loop_group.md).
 ///
 /// Thread safety: acceptor(), next_executor() and async_accept() are for
-/// the accepting loop's thread, or while the group is not running. Build and
-/// destroy the group_acceptor while the group is not running: as with
+/// the accepting loop's thread, or while the group is not running;
+/// connections() for any thread. Build and destroy the group_acceptor while the group is not running: as with
 /// turnloop::async_accept, a pending accept goes back to its acceptor, so
 /// the acceptor must not be destroyed while a loop could still run one.
 template <typename Protocol = boost::asio::ip::tcp,
@@ -73,20 +99,31 @@ public:
   using socket_type = accepted_socket<Protocol, Executor>;
 
   /// Opens, binds and listens on an acceptor on
-  /// `group.loop(accepting_loop)`.
+  /// `group.loop(accepting_loop)`, placing connections by @p how.
   /// @throws boost::system::system_error (invalid_argument) if
   /// @p accepting_loop >= group.size(); naming the step that failed if the
   /// acceptor cannot be opened, bound or made to listen.
   group_acceptor(loop_group& group, const endpoint_type& endpoint,
-      std::size_t accepting_loop = 0,
+      turnloop::placement how, std::size_t accepting_loop = 0,
       int backlog = boost::asio::socket_base::max_listen_connections)
     : group_(&group),
       accepting_loop_(accepting_loop),
+      placement_(how),
+      counts_(detail::connection_counts::make(group.size())),
       acceptor_(executor_type(group.loop(accepting_loop).get_executor()))
   {
     detail::open_listener(acceptor_, endpoint, backlog, false,
         "turnloop::group_acceptor",
         " on loop " + std::to_string(accepting_loop));
+  }
+
+  /// As above, with placement::least_connections.
+  group_acceptor(loop_group& group, const endpoint_type& endpoint,
+      std::size_t accepting_loop = 0,
+      int backlog = boost::asio::socket_base::max_listen_connections)
+    : group_acceptor(group, endpoint, turnloop::placement::least_connections,
+        accepting_loop, backlog)
+  {
   }
 
   /// The listening acceptor, on loop accepting_loop().
@@ -107,17 +144,35 @@ public:
     return acceptor_.local_endpoint();
   }
 
-  /// The executor of the loop the next accept's socket will live on, and a
-  /// step of the round robin.
+  /// How connections are placed.
+  turnloop::placement placement() const noexcept
+  {
+    return placement_;
+  }
+
+  /// The number of connections this acceptor dealt to loop @p index that
+  /// are still open (their sockets not destroyed), plus the pending accept
+  /// if its socket is to live there. Any thread; a snapshot.
+  /// @throws boost::system::system_error (invalid_argument) if
+  /// @p index >= the group's size().
+  std::size_t connections(std::size_t index) const
+  {
+    group_->loop(index); // checks the index
+    return counts_->live(index);
+  }
+
+  /// The executor of the loop the placement chooses now, and a step of it
+  /// (of the round robin, or of the turn that breaks ties). It counts
+  /// nothing: async_accept() chooses the same way and counts its socket.
   executor_type next_executor()
   {
-    const std::size_t i = next_;
-    next_ = (next_ + 1) % group_->size();
-    return executor_type(group_->loop(i).get_executor());
+    return executor_type(group_->loop(choose()).get_executor());
   }
 
   /// Accepts a connection, as turnloop::async_accept, on a socket built on
-  /// next_executor()'s loop.
+  /// the loop the placement chooses (as next_executor() does), counted on
+  /// that loop from now until the socket is destroyed (or the accept
+  /// fails).
   ///
   /// @param token The completion token, for the signature
   /// `void(boost::system::error_code, socket_type)`. The handler runs
@@ -131,13 +186,42 @@ public:
   auto async_accept(AcceptToken&& token
       = boost::asio::default_completion_token_t<executor_type>())
   {
-    return turnloop::async_accept(acceptor_, next_executor(),
-        std::forward<AcceptToken>(token));
+    const std::size_t i = choose();
+    return boost::asio::async_initiate<AcceptToken,
+      void(boost::system::error_code, socket_type)>(
+        detail::initiate_accept<Protocol, Executor>(acceptor_,
+          executor_type(group_->loop(i).get_executor())),
+        token, detail::connection_counts::take(counts_, i));
   }
 
 private:
+  // The loop for the next connection; the turn moves past it.
+  std::size_t choose() noexcept
+  {
+    const std::size_t n = counts_->size();
+    std::size_t chosen = next_;
+    if (placement_ == turnloop::placement::least_connections)
+    {
+      std::size_t fewest = counts_->live(chosen);
+      for (std::size_t k = 1; k < n && fewest != 0; ++k)
+      {
+        const std::size_t i = (next_ + k) % n;
+        const std::size_t live = counts_->live(i);
+        if (live < fewest)
+        {
+          fewest = live;
+          chosen = i;
+        }
+      }
+    }
+    next_ = (chosen + 1) % n;
+    return chosen;
+  }
+
   loop_group* group_;
   std::size_t accepting_loop_;
+  turnloop::placement placement_;
+  std::shared_ptr<detail::connection_counts> counts_;
   std::size_t next_ = 0;
   acceptor_type acceptor_;
 };

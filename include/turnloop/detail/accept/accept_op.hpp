@@ -29,6 +29,7 @@
 #include <turnloop/detail/accept/accept_record.hpp>
 #include <turnloop/detail/accept/handle_service.hpp>
 #include <turnloop/detail/accept/handle_unit.hpp>
+#include <turnloop/detail/ceiling_unit.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
@@ -209,10 +210,11 @@ public:
 
   /// Starts an accept on @p acceptor for @p handler, the accepted socket
   /// to be built on @p peer_executor (registered with that context's
-  /// reactor). Every outcome reaches the handler through its executor, never
-  /// inside this call.
+  /// reactor) and to hold @p placed (a group_acceptor's count of the peer's
+  /// loop; given back if the accept fails). Every outcome reaches the
+  /// handler through its executor, never inside this call.
   static void start(acceptor_type& acceptor, const Executor& peer_executor,
-      Handler&& handler)
+      Handler&& handler, ceiling_unit&& placed)
   {
     handle_service* service = handle_service::of(boost::asio::query(
           acceptor.get_executor(), boost::asio::execution::context));
@@ -245,7 +247,8 @@ public:
       throw;
     }
     accept_op op(acceptor, peer_executor, *service, a.id,
-        std::move(a.handle), std::move(reserved), std::move(handler));
+        std::move(a.handle), std::move(placed), std::move(reserved),
+        std::move(handler));
     if (!op.handle_)
       return op.park(false);
     if constexpr (plain_slot)
@@ -318,13 +321,14 @@ private:
 
   accept_op(acceptor_type& acceptor, const Executor& peer_executor,
       handle_service& service, slot_id id, handle_unit&& handle,
-      std::optional<reservation>&& reserved,
+      ceiling_unit&& placed, std::optional<reservation>&& reserved,
       Handler&& handler)
     : acceptor_(&acceptor),
       peer_executor_(peer_executor),
       service_(&service),
       id_(id),
       handle_(std::move(handle)),
+      placed_(std::move(placed)),
       reserved_(std::move(reserved)),
       handler_(std::move(handler)),
       work_(handler_, acceptor.get_executor())
@@ -400,8 +404,12 @@ private:
     if (service_->complete(id_, !ec))
       boost::asio::get_associated_cancellation_slot(handler_).clear();
     if (ec)
+    {
       handle_.reset(); // to the next accept in line
-    socket_type socket(std::move(peer), std::move(handle_));
+      placed_.reset();
+    }
+    socket_type socket(std::move(peer), std::move(handle_),
+        std::move(placed_));
     boost::asio::detail::handler_work<Handler, Executor> work(
         std::move(work_));
     if (reserved_)
@@ -416,6 +424,7 @@ private:
   handle_service* service_;
   slot_id id_;
   handle_unit handle_;
+  ceiling_unit placed_;
   std::optional<reservation> reserved_;
   Handler handler_;
   boost::asio::detail::handler_work<Handler, Executor> work_;
@@ -445,9 +454,17 @@ public:
   template <typename Handler>
   void operator()(Handler&& handler) const
   {
+    (*this)(std::forward<Handler>(handler), ceiling_unit());
+  }
+
+  /// With the unit of a group_acceptor's count that the socket will hold.
+  template <typename Handler>
+  void operator()(Handler&& handler, ceiling_unit placed) const
+  {
     using op = accept_op<Protocol, Executor, std::decay_t<Handler>>;
     op::start(*acceptor_, peer_executor_,
-        std::decay_t<Handler>(std::forward<Handler>(handler)));
+        std::decay_t<Handler>(std::forward<Handler>(handler)),
+        std::move(placed));
   }
 
 private:

@@ -7,14 +7,15 @@
 //
 // - Bounded workers (config::blocking.threads) start on the first bounded
 //   job and take jobs from one FIFO queue. A worker with nothing to do looks
-//   out for a new job for a moment, then sleeps on a semaphore of its own;
-//   at most one worker at a time looks out, and it stops (and the next
-//   look-outs are skipped) when a yield shows that another thread wanted its
-//   core. A submission wakes as many sleepers as there are queued jobs that
-//   no "searching" worker (looking out, or woken and on its way) will take,
-//   so no worker is woken only to find the queue empty, each woken worker
-//   starts at once on a core the scheduler picks, and no job waits for a
-//   look-out that is off its core.
+//   out for a new job for a moment, then sleeps on a semaphore of its own
+//   (a futex_semaphore, which never yields); at most one worker at a time
+//   looks out, and it stops (and the next look-outs are skipped) when a
+//   yield shows that another thread wanted its core. A submission wakes as
+//   many sleepers as there are queued jobs that no "searching" worker
+//   (looking out, or woken and on its way) will take, so no worker is woken
+//   only to find the queue empty, each woken worker starts at once on a core
+//   the scheduler picks, and no job waits for a look-out that is off its
+//   core.
 // - The loop hands over the jobs submitted while it delivers results in
 //   batches (stage(), then flush()): one lock for several jobs.
 // - A long job gets a thread of its own, created when the loop starts the
@@ -41,6 +42,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/detail/blocking/blocking_job.hpp>
+#include <turnloop/detail/blocking/futex_semaphore.hpp>
 #include <turnloop/detail/ceiling.hpp>
 
 #include <boost/lockfree/spsc_queue.hpp>
@@ -51,7 +53,6 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <thread>
 #include <vector>
 
@@ -215,7 +216,7 @@ private:
   struct worker
   {
     std::thread thread;
-    std::binary_semaphore wake{0};
+    futex_semaphore wake;
     worker* next_sleeper = nullptr;
     // The job it runs; cleared before the job is pushed (so before the loop
     // can free it), so close() never sees a job that is gone.

@@ -286,6 +286,11 @@ private:
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
   TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
+#if defined(TURNLOOP_HEADER_ONLY)
+  TURNLOOP_DECL void take_arrivals() noexcept; // inline: noinline would clash
+#else // defined(TURNLOOP_HEADER_ONLY)
+  BOOST_NOINLINE void take_arrivals() noexcept;
+#endif // defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_DECL bool completes_io_here() const noexcept;
   TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
       boost::asio::detail::scheduler_operation>& ready);

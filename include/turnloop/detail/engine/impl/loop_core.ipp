@@ -524,10 +524,16 @@ TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
   // sequentially consistent handshake.
   if (parked_here)
     park_state_.store(awake, std::memory_order_relaxed);
-  if (remote_pending_.load(std::memory_order_relaxed) == 0
-      && remote_released_work_.load(std::memory_order_relaxed) == 0
-      && sources_signalled_.load(std::memory_order_relaxed) == 0)
-    return;
+  if (remote_pending_.load(std::memory_order_relaxed) != 0
+      || remote_released_work_.load(std::memory_order_relaxed) != 0
+      || sources_signalled_.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    take_arrivals();
+}
+
+TURNLOOP_DECL void loop_core::take_arrivals() noexcept
+{
+  // Apart from after_reactor_run (and never inlined into it), so that the
+  // usual run, with nothing arrived, costs a few loads and no stack frame.
   transient_owner owner(*this, false);
   if (!owner.owns())
     return; // the owner's visit, when it ends, takes what has arrived
@@ -652,6 +658,8 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
     ~hand_over()
     {
+      if (ready.empty())
+        return; // all completed: ops holds what they queued, in order
       boost::asio::detail::op_queue<
         boost::asio::detail::scheduler_operation> queued_since;
       queued_since.push(ops);
