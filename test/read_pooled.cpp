@@ -22,7 +22,7 @@
 # define BOOST_TEST_MODULE read_pooled
 #endif
 #if !defined(TURNLOOP_TEST_POOLED_IO)
-# define TURNLOOP_TEST_POOLED_IO automatic
+# define TURNLOOP_TEST_POOLED_IO automatic // io_uring here
 #endif
 #include <boost/test/unit_test.hpp>
 
