@@ -12,6 +12,7 @@
 
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/read_pooled.hpp>
+#include <turnloop/write_lease.hpp>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -28,6 +29,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -128,8 +131,8 @@ private:
 };
 
 // Echoes like echo_session, but with pooled reads: it holds no buffer
-// between messages. The leased buffer travels in the write's handler and
-// goes back to the loop's pool when that handler is done.
+// between messages. The leased buffer is written back with
+// async_write_lease and goes back to the loop's pool when it is written.
 class pooled_echo_session
 {
 public:
@@ -166,9 +169,10 @@ private:
       return;
     }
     bytes_ += lease.size();
-    const asio::const_buffer data = lease.data();
-    asio::async_write(socket_, data,
-        [this, lease = std::move(lease)](const error_code& ec, std::size_t) {
+    // Through the loop's io_uring when pooled reads use it, else
+    // asio::async_write (turnloop/write_lease.hpp).
+    turnloop::async_write_lease(socket_, std::move(lease),
+        [this](const error_code& ec, std::size_t) {
           if (ec)
             socket_.close();
           else
@@ -328,11 +332,25 @@ private:
 
 // Runs @p client_ctx on a second thread while the calling thread runs
 // @p server_ctx; returns when both have run out of work.
+// The CPU time of the thread that runs the server (user and system), less
+// sensitive than messages per second to the clients sharing the cores.
+double server_cpu_seconds_now()
+{
+  rusage u;
+  ::getrusage(RUSAGE_THREAD, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
+    + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+double last_server_cpu_seconds = 0;
+
 template <typename Context>
 void run_both(Context& server_ctx, Context& client_ctx)
 {
   std::thread client([&] { client_ctx.run(); });
+  const double before = server_cpu_seconds_now();
   server_ctx.run();
+  last_server_cpu_seconds = server_cpu_seconds_now() - before;
   client.join();
 }
 
@@ -472,7 +490,9 @@ struct echo
     bench::result res;
     res.ops = fleet.measured_exchanges();
     res.metrics = {{"messages_per_s", double(res.ops) / r.seconds()}};
-    res.details = {{"bytes_per_s", double(res.ops * size) / r.seconds()}};
+    res.details = {{"bytes_per_s", double(res.ops * size) / r.seconds()},
+      {"server_cpu_us_per_message",
+        last_server_cpu_seconds * 1e6 / double(messages)}};
     res.checked = std::to_string(messages) + " echoes of "
       + std::to_string(size) + " bytes matched over "
       + std::to_string(connections) + " connections"

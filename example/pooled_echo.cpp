@@ -47,8 +47,11 @@ awaitable<void> session(tcp::socket socket)
         asio::as_tuple(use_awaitable));
     if (ec)
       co_return; // end of stream or error: the session ends
-    co_await asio::async_write(socket, lease.data(), use_awaitable);
-  } // ...to here, where it goes back to the pool
+    // ...to here: written back (through the loop's io_uring when
+    // config::pooled_io asks for one) and returned to the pool once written.
+    co_await turnloop::async_write_lease(socket, std::move(lease),
+        use_awaitable);
+  }
 }
 
 awaitable<void> listen(tcp::acceptor& acceptor)
@@ -112,6 +115,7 @@ int main(int argc, char* argv[])
   config.pooled_buffers = 256;
   config.pooled_buffer_size = 4096;
   config.max_operations = 65536;
+  config.pooled_io = turnloop::io_path::automatic; // io_uring where allowed
   turnloop::loop loop(config);
   turnloop::buffer_pool& pool =
     asio::use_service<turnloop::buffer_pool>(loop);

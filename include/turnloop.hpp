@@ -24,5 +24,6 @@
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/sharded_acceptor.hpp>
 #include <turnloop/switch_to.hpp>
+#include <turnloop/write_lease.hpp>
 
 #endif // TURNLOOP_HPP

@@ -67,7 +67,20 @@ void* operator new(std::size_t n)
   throw std::bad_alloc();
 }
 
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept
+{
+  test::allocations.fetch_add(1, std::memory_order_relaxed);
+  if (test::fails_now(n))
+    return nullptr;
+  return std::malloc(n ? n : 1);
+}
+
 void operator delete(void* p) noexcept
+{
+  std::free(p);
+}
+
+void operator delete(void* p, const std::nothrow_t&) noexcept
 {
   std::free(p);
 }

@@ -15,7 +15,15 @@
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/loop.hpp>
 
-#define BOOST_TEST_MODULE read_pooled
+// The cases run on the path config::pooled_io picks: io_uring where this
+// system allows it (this module), and epoll (read_pooled_epoll.cpp, which
+// includes this file).
+#if !defined(BOOST_TEST_MODULE)
+# define BOOST_TEST_MODULE read_pooled
+#endif
+#if !defined(TURNLOOP_TEST_POOLED_IO)
+# define TURNLOOP_TEST_POOLED_IO automatic // io_uring here
+#endif
 #include <boost/test/unit_test.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -67,6 +75,7 @@ turnloop::config pool_config(std::size_t buffers, std::size_t size = 1024)
   turnloop::config c;
   c.pooled_buffers = buffers;
   c.pooled_buffer_size = size;
+  c.pooled_io = turnloop::io_path::TURNLOOP_TEST_POOLED_IO;
   return c;
 }
 

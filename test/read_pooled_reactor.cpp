@@ -60,6 +60,8 @@ turnloop::config pool_config(std::size_t buffers, std::size_t size)
   turnloop::config c;
   c.pooled_buffers = buffers;
   c.pooled_buffer_size = size;
+  // This module is about the epoll reactor's path.
+  c.pooled_io = turnloop::io_path::epoll;
   return c;
 }
 

@@ -48,6 +48,24 @@ bool wait_for(Condition condition,
   return true;
 }
 
+/// Runs @p context (a turnloop::loop or an io_context) a handler at a time
+/// until @p condition holds or the deadline passes.
+template <typename Context, typename Condition>
+bool run_until(Context& context, Condition condition,
+    std::chrono::steady_clock::duration limit = deadline)
+{
+  const auto end = std::chrono::steady_clock::now() + limit;
+  context.restart();
+  while (!condition())
+  {
+    if (std::chrono::steady_clock::now() > end)
+      return false;
+    context.run_one_for(std::chrono::milliseconds(10));
+    context.restart();
+  }
+  return true;
+}
+
 /// Threads in this process, from /proc/self/task.
 inline std::size_t thread_count()
 {

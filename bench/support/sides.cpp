@@ -53,6 +53,8 @@ turnloop::config net_profile()
 std::optional<turnloop::config> config_named(std::string_view name)
 {
   turnloop::config c = name.starts_with("net") ? net_profile() : turnloop::config();
+  if (name.starts_with("pooled_"))
+    c = turnloop::config();
   if (name == "default" || name == "net")
     return c;
   if (name == "net_max_handles_1")
@@ -61,6 +63,10 @@ std::optional<turnloop::config> config_named(std::string_view name)
     c.max_operations = 1;
   else if (name == "net_pooled_buffers_0" || name == "default_pooled_buffers_0")
     c.pooled_buffers = 0;
+  else if (name == "pooled_epoll")
+    c.pooled_io = turnloop::io_path::epoll;
+  else if (name == "pooled_io_uring")
+    c.pooled_io = turnloop::io_path::io_uring;
   else if (name == "net_post_capacity_1")
     c.post_capacity = 1;
   else if (name == "net_all_minimised")

@@ -33,7 +33,8 @@ const char* name_of(side s) noexcept;
 /// turnloop configurations the memory rows compare; empty if unknown.
 /// Names: default, net, net_max_handles_1, net_max_operations_1,
 /// net_pooled_buffers_0, net_post_capacity_1, net_all_minimised,
-/// default_pooled_buffers_0.
+/// default_pooled_buffers_0; pooled_epoll and pooled_io_uring (the default
+/// configuration with config::pooled_io set).
 std::optional<turnloop::config> config_named(std::string_view name);
 
 struct io_context_maker

@@ -35,6 +35,11 @@ namespace detail {
 template <typename Stream, typename Handler>
 class read_pooled_op;
 
+class pool_ring;
+
+template <typename Stream>
+class initiate_write_lease;
+
 } // namespace detail
 
 /// The buffer pool of a turnloop::loop, an Asio service of the loop:
@@ -147,6 +152,8 @@ public:
 private:
   template <typename Stream, typename Handler>
   friend class detail::read_pooled_op;
+  template <typename Stream>
+  friend class detail::initiate_write_lease;
   friend class detail::buffer_store;
 
   class initiate_lease;
@@ -206,6 +213,11 @@ private:
   // the free list.
   TURNLOOP_DECL void give_back(detail::pooled_buffer* b) noexcept;
 
+  // The io_uring ring for pooled reads of sockets, set up at the first
+  // call unless config::pooled_io says epoll; nullptr for the epoll path.
+  // Loop thread.
+  TURNLOOP_DECL detail::pool_ring* ring_for_sockets() noexcept;
+
   // Takes back the buffers released on other threads.
   TURNLOOP_DECL void take_back_returned() noexcept;
 
@@ -241,6 +253,9 @@ private:
   std::size_t waiting_ = 0;
   std::uint64_t waits_ = 0;
   bool in_turns_ = false; // registered as one of the loop's turn sources
+  bool path_decided_ = false; // ring_for_sockets() has chosen
+  detail::pool_ring* ring_ = nullptr;
+  int ring_error_ = 0;
   std::atomic<std::uint64_t> refusals_{0};
 };
 
@@ -249,6 +264,8 @@ private:
 #include <turnloop/impl/buffer_pool.hpp>
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/impl/buffer_pool.ipp>
+# include <turnloop/detail/uring/impl/uring_ring.ipp>
+# include <turnloop/detail/uring/impl/pool_ring.ipp>
 # include <turnloop/detail/pool/impl/buffer_store.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
 

@@ -7,6 +7,8 @@
 #ifndef TURNLOOP_BUFFER_POOL_STATS_HPP
 #define TURNLOOP_BUFFER_POOL_STATS_HPP
 
+#include <turnloop/config.hpp>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -40,6 +42,20 @@ struct buffer_pool_stats
   /// every buffer leased, anything with the pool disabled, and async
   /// operations refused at config::max_operations.
   std::uint64_t refusals = 0;
+
+  /// The path pooled reads of sockets take: io_path::io_uring once the
+  /// ring is set up, io_path::epoll once that was refused or configured;
+  /// io_path::automatic before the first pooled read of a socket.
+  io_path path = io_path::automatic;
+
+  /// If io_uring was tried and refused: the system's error number
+  /// (ENOSYS, EPERM, ...); else 0.
+  int io_uring_error = 0;
+
+  /// Free buffers lent to the kernel's buffer ring now, waiting for data
+  /// (io_uring only; at most one per pooled read in flight). Counted in
+  /// minted, not in leased.
+  std::size_t in_ring = 0;
 };
 
 } // namespace turnloop

@@ -16,6 +16,22 @@
 
 namespace turnloop {
 
+/// How pooled reads of sockets and lease writes reach the kernel
+/// (config::pooled_io).
+enum class io_path
+{
+  /// io_uring where this system allows it (decided at the first pooled
+  /// read, which sets the ring up), else epoll.
+  automatic,
+
+  /// The epoll reactor, as Asio's own sockets: one recv() per message.
+  epoll,
+
+  /// io_uring, required: the loop's constructor checks that a ring can be
+  /// set up and throws if not.
+  io_uring
+};
+
 /// Configuration of a turnloop::loop, validated by the loop's constructor.
 struct config
 {
@@ -55,6 +71,18 @@ struct config
   /// Bytes per pooled buffer: the most one pooled read delivers. Buffers
   /// are not zeroed. Range 1 .. 64 MiB.
   std::size_t pooled_buffer_size = 16 * 1024;
+
+  /// The path of pooled reads of sockets (doc/io_uring.md). With io_uring,
+  /// the ring is set up at the first pooled read of a socket (a loop that
+  /// never reads pooled has none), the pool's free buffers are lent to the
+  /// kernel's buffer ring, and a turn's reads are submitted and reaped in
+  /// one system call. io_uring needs pooled_buffers of at most 32768;
+  /// `automatic` uses epoll beyond that. buffer_pool_stats::path tells the
+  /// path in use. Stream descriptors always use epoll.
+  /// The default is epoll until io_uring measures faster here (it makes a
+  /// third of the system calls, at the same throughput and server CPU per
+  /// message in bench/tcp's echo rows).
+  io_path pooled_io = io_path::epoll;
 
   /// Ceiling on cross-thread posts that are queued and not yet run, as seen
   /// by the refusable loop::try_post. Standard Asio posts are never refused

@@ -26,6 +26,8 @@
 #include <turnloop/detail/pool/impl/buffer_store.ipp>
 #include <turnloop/detail/pool/impl/descriptor_read.ipp>
 #include <turnloop/detail/pool/impl/buffer_pool_of.ipp>
+#include <turnloop/detail/uring/impl/uring_ring.ipp>
+#include <turnloop/detail/uring/impl/pool_ring.ipp>
 #include <turnloop/detail/accept/impl/handle_service.ipp>
 #include <turnloop/impl/accept.ipp>
 #include <turnloop/detail/group/impl/group_threads.ipp>

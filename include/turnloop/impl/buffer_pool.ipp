@@ -15,6 +15,7 @@
 #define TURNLOOP_IMPL_BUFFER_POOL_IPP
 
 #include <turnloop/buffer_pool.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/pool/buffer_pool_of.hpp>
 #include <turnloop/detail/service_stats.hpp>
@@ -67,6 +68,10 @@ TURNLOOP_DECL void buffer_pool::shutdown()
   detail::pools_shut_down().fetch_add(1, std::memory_order_release);
   if (in_turns_)
     core_.remove_source(*this);
+  // The ring's operations are cancelled and reaped, and its buffers taken
+  // back, while the store is still open.
+  if (ring_)
+    std::exchange(ring_, nullptr)->destroy();
   // Closed first, so that a lease released while the waiters' handlers are
   // destroyed (a coroutine frame that held one) frees its buffer at once.
   store_->close();
@@ -161,6 +166,8 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
     unlink_waiting(w);
     make_ready(id, w, boost::system::error_code(), b);
   }
+  else if (ring_ && ring_->wants_buffer())
+    ring_->lend(b);
   else
   {
     b->next = nullptr;
@@ -168,10 +175,22 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
   }
 }
 
+TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets() noexcept
+{
+  if (path_decided_)
+    return ring_;
+  path_decided_ = true;
+  if (core_.get_config().pooled_io == io_path::epoll || capacity_ == 0)
+    return nullptr;
+  ring_ = detail::pool_ring::create(core_, *store_, capacity_, buffer_size_,
+      ring_error_);
+  return ring_;
+}
+
 TURNLOOP_DECL void buffer_pool::take_back_returned() noexcept
 {
   detail::pooled_buffer* chain = store_->take_returned();
-  while (chain && wait_head_)
+  while (chain && (wait_head_ || (ring_ && ring_->wants_buffer())))
   {
     detail::pooled_buffer* b = chain;
     chain = chain->next;
@@ -327,6 +346,11 @@ TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
   s.waiting = waiting_;
   s.waits = waits_;
   s.refusals = refusals_.load(std::memory_order_relaxed);
+  if (path_decided_)
+    s.path = ring_ ? io_path::io_uring : io_path::epoll;
+  s.io_uring_error = ring_error_;
+  if (store_)
+    s.in_ring = store_->in_ring();
   return s;
 }
 

@@ -47,6 +47,19 @@ inline const config_check* find_invalid_field(const config& c,
 TURNLOOP_DECL void config::validate() const
 {
   detail::config_check checks[10];
+  if (pooled_io != io_path::automatic && pooled_io != io_path::epoll
+      && pooled_io != io_path::io_uring)
+  {
+    throw boost::system::system_error(make_error_code(error::invalid_config),
+        "turnloop::config: pooled_io is not one of io_path's values");
+  }
+  if (pooled_io == io_path::io_uring && pooled_buffers > 32768)
+  {
+    throw boost::system::system_error(make_error_code(error::invalid_config),
+        "turnloop::config: pooled_io is io_uring, which needs pooled_buffers"
+        " of at most 32768, and pooled_buffers is "
+        + std::to_string(pooled_buffers));
+  }
   if (const detail::config_check* bad = detail::find_invalid_field(*this, checks))
   {
     throw boost::system::system_error(make_error_code(error::invalid_config),
@@ -59,7 +72,10 @@ TURNLOOP_DECL void config::validate() const
 TURNLOOP_DECL void config::validate(boost::system::error_code& ec) const noexcept
 {
   detail::config_check checks[10];
-  if (detail::find_invalid_field(*this, checks))
+  if (detail::find_invalid_field(*this, checks)
+      || (pooled_io != io_path::automatic && pooled_io != io_path::epoll
+        && pooled_io != io_path::io_uring)
+      || (pooled_io == io_path::io_uring && pooled_buffers > 32768))
     ec = make_error_code(error::invalid_config);
   else
     ec.clear();

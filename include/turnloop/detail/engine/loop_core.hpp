@@ -63,6 +63,11 @@ public:
     return current_ == this;
   }
 
+  /// True on the thread that runs this loop through loop::run() or poll()
+  /// (not one that holds it for one operation while io_context::run()
+  /// drives it, possibly beside other threads).
+  TURNLOOP_DECL bool runs_here() const noexcept;
+
   /// Queues @p f (never runs it inline).
   template <typename Function, typename Allocator>
   void post(Function&& f, const Allocator& a);

@@ -14,6 +14,7 @@
 #define TURNLOOP_DETAIL_ENGINE_TURN_REACTOR_HPP
 
 #include <turnloop/detail/config.hpp>
+#include <turnloop/detail/engine/reactor_hook.hpp>
 
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/op_queue.hpp>
@@ -45,8 +46,21 @@ public:
   /// what this run returns.
   TURNLOOP_DECL void interrupt() override;
 
+  /// Installs (or, with nullptr, removes) the second source of completions
+  /// run in each reactor step. Loop thread, or while no thread runs it.
+  void set_hook(reactor_hook* hook) noexcept
+  {
+    hook_ = hook;
+  }
+
 private:
+  // The epoll wait, with the hook's submissions before it and its
+  // completions after it.
+  TURNLOOP_DECL void wait(long usec, reactor_hook::op_queue& ops);
+
   loop_core& core_;
+  reactor_hook* hook_ = nullptr;
+  bool polled_last_ = false; // the last step with a hook polled epoll
   std::atomic<bool> interrupted_{false};
 };
 

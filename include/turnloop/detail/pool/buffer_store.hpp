@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace turnloop {
 
@@ -31,10 +32,14 @@ class buffer_store;
 class loop_core;
 
 /// One pooled buffer: this header, then the buffer's bytes.
-struct pooled_buffer
+struct alignas(std::max_align_t) pooled_buffer
 {
+  static constexpr std::uint32_t no_ring_id = 0xffffffff;
+
   pooled_buffer* next; // in the free list, the returned stack, or a chain
   buffer_store* store;
+  std::uint32_t ring_id = no_ring_id; // its id in the io_uring buffer ring
+  bool lent = false;                  // lent to the kernel's buffer ring
 
   unsigned char* bytes() noexcept
   {
@@ -89,6 +94,36 @@ public:
   /// recently used) on top of the free list, so it is reused first.
   TURNLOOP_DECL void put(pooled_buffer* chain) noexcept;
 
+  /// Loop thread: buffers lent to the kernel's buffer ring (io_uring), free
+  /// but out of reach of take(). @p b, taken, is lent; a buffer the kernel
+  /// hands back with data is leased again; one the ring gives back unused
+  /// goes to the free list.
+  void lend_to_ring(pooled_buffer*) noexcept
+  {
+    --leased_;
+    ++in_ring_;
+  }
+
+  void take_from_ring(pooled_buffer*) noexcept
+  {
+    --in_ring_;
+    if (++leased_ > leased_high_water_)
+      leased_high_water_ = leased_;
+  }
+
+  void return_from_ring(pooled_buffer* b) noexcept
+  {
+    --in_ring_;
+    b->next = free_;
+    free_ = b;
+  }
+
+  /// Loop thread: buffers lent to the kernel's ring now.
+  std::size_t in_ring() const noexcept
+  {
+    return in_ring_;
+  }
+
   /// Loop thread: the buffers released on other threads since the last
   /// call, most recent first (still counted as leased), or nullptr.
   pooled_buffer* take_returned() noexcept
@@ -129,6 +164,7 @@ private:
   std::size_t minted_ = 0;
   std::size_t leased_ = 0;
   std::size_t leased_high_water_ = 0;
+  std::size_t in_ring_ = 0;
 
   // Any thread.
   std::atomic<pooled_buffer*> returned_{nullptr};

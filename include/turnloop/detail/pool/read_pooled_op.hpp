@@ -28,6 +28,7 @@
 #include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/pool/pooled_recv_op.hpp>
+#include <turnloop/detail/uring/uring_recv_op.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
@@ -261,6 +262,42 @@ public:
     complete(ec, std::move(lease));
   }
 
+  /// The ring had no buffer for arrived data: lends it one from the pool
+  /// (0), or finds the pool at its ceiling (1) or out of memory (2). A ring
+  /// already at its bound (refilled by completions reaped with this one) is
+  /// tried again as it is.
+  int refill_ring(pool_ring& ring) noexcept
+  {
+    if (ring.full())
+      return 0;
+    pooled_buffer* b;
+    try
+    {
+      b = pool_->take();
+    }
+    catch (const std::bad_alloc&)
+    {
+      return 2;
+    }
+    if (!b)
+      return 1;
+    ring.lend(b);
+    return 0;
+  }
+
+  /// The ring's receive is over: @p n bytes in @p b, or an error (with a
+  /// buffer to give back, maybe), or data waiting that found every buffer
+  /// leased (@p needs_buffer).
+  void on_ring_recv(const boost::system::error_code& ec, pooled_buffer* b,
+      std::size_t n, bool needs_buffer)
+  {
+    if (b && n == 0)
+      pool_->give_back(std::exchange(b, nullptr));
+    if (b)
+      return complete(ec, buffer_pool::lease_of(b, n));
+    on_recv(ec, buffer_lease(), needs_buffer);
+  }
+
 private:
   using reservation = reserved_delivery<Handler, handler_executor_type,
         boost::system::error_code, buffer_lease>;
@@ -292,6 +329,14 @@ private:
       {
         auto& impl = socket_implementation_of<Stream>::get(stream);
         loop_core& core = pool_->core_;
+        // On the thread that runs the loop, through the pool's io_uring if
+        // it has one (doc/io_uring.md); a read started elsewhere (or while
+        // io_context::run() drives the loop) takes the reactor, which any
+        // thread may use, and its successors the ring.
+        if (core.runs_here())
+          if (pool_ring* ring = pool_->ring_for_sockets())
+            return uring_recv_op<read_pooled_op>::start(std::move(*this),
+                *ring, impl.socket_, impl.reactor_data_, true);
         pooled_recv_op<read_pooled_op>::start(std::move(*this),
             core.reactor(), impl.socket_, impl.reactor_data_,
             core.running_in_this_thread());

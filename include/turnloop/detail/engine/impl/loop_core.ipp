@@ -18,6 +18,7 @@
 
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
+#include <turnloop/detail/uring/uring_ring.hpp>
 #include <turnloop/loop_stats.hpp>
 
 #include <boost/asio/detail/call_stack.hpp>
@@ -53,6 +54,21 @@ TURNLOOP_DECL loop_core::loop_core(boost::asio::io_context& owner,
 
 TURNLOOP_DECL void loop_core::start()
 {
+  // io_uring required: refused at construction, not at the first read.
+  if (config_.pooled_io == io_path::io_uring)
+  {
+    int error = 0;
+    uring_ring* probe = uring_ring::create(1, error);
+    if (!probe)
+    {
+      throw boost::system::system_error(boost::system::error_code(error,
+            boost::system::system_category()),
+          "turnloop::loop: config::pooled_io is io_path::io_uring, and no "
+          "io_uring with a buffer ring can be set up here");
+    }
+    delete probe;
+  }
+
   // The reactor must be ours before anything asks for "the reactor", and the
   // scheduler must have it as its task from the start, so that an idle loop
   // always blocks in epoll_wait (where a post can wake it) and never on the
@@ -83,6 +99,13 @@ inline const void* owner_tag(const void* thread, bool transient) noexcept
 inline bool is_transient(const void* owner) noexcept
 {
   return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
+}
+
+TURNLOOP_DECL bool loop_core::runs_here() const noexcept
+{
+  return running_in_this_thread()
+    && owner_thread_.load(std::memory_order_relaxed)
+      == owner_tag(&current_, false);
 }
 
 TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
@@ -619,7 +642,7 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
   const bool parked_here = core_.prepare_to_park(usec);
   if (!nothing_queued || !core_.completes_io_here())
   {
-    epoll_reactor::run(usec, ops);
+    wait(usec, ops);
     interrupted_.store(false, std::memory_order_relaxed);
     core_.after_reactor_run(parked_here);
     return;
@@ -644,7 +667,7 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
       ops.push(queued_since);
     }
   } rest{{}, ops};
-  epoll_reactor::run(usec, rest.ready);
+  wait(usec, rest.ready);
   core_.after_reactor_run(parked_here);
   const bool interrupted =
     interrupted_.exchange(false, std::memory_order_acquire);
@@ -654,6 +677,27 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     return;
   }
   core_.complete_io(rest.ready);
+}
+
+TURNLOOP_DECL void turn_reactor::wait(long usec,
+    reactor_hook::op_queue& ops)
+{
+  if (!hook_)
+    return epoll_reactor::run(usec, ops);
+  // Completions the hook hands over now must not wait behind a blocking
+  // wait; the loop is then not parked, and a spare wake costs nothing.
+  // With them in hand, the epoll poll may wait for the next step: every
+  // other step polls at least, so epoll's sockets and timers wait one step
+  // at most, and a turn of the ring's I/O costs one system call, not two.
+  const bool ring_ready = hook_->before_wait(ops, usec != 0);
+  if (ring_ready && polled_last_)
+  {
+    polled_last_ = false;
+    return;
+  }
+  polled_last_ = true;
+  epoll_reactor::run(ring_ready ? 0 : usec, ops);
+  hook_->after_wait(ops);
 }
 
 TURNLOOP_DECL void turn_reactor::interrupt()

@@ -1,0 +1,49 @@
+//
+// turnloop/detail/engine/reactor_hook.hpp
+//
+// A second source of I/O completions beside the epoll reactor, run in the
+// reactor's step of the turn: the pool's io_uring (detail/uring/). Before
+// the reactor waits, the hook submits what the turn queued and hands over
+// what has completed; after the wait, what completed during it. Each
+// operation handed over carries one unit of the scheduler's work, as the
+// reactor's own do. The reactor runs on one thread at a time, so the hook's
+// two calls never overlap.
+//
+
+#ifndef TURNLOOP_DETAIL_ENGINE_REACTOR_HOOK_HPP
+#define TURNLOOP_DETAIL_ENGINE_REACTOR_HOOK_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#include <boost/asio/detail/op_queue.hpp>
+#include <boost/asio/detail/scheduler_operation.hpp>
+
+namespace turnloop {
+namespace detail {
+
+class reactor_hook
+{
+public:
+  using op_queue = boost::asio::detail::op_queue<
+    boost::asio::detail::scheduler_operation>;
+
+  /// Before the reactor's wait: submits, and moves what has completed into
+  /// @p ops. True if it moved any (the wait must then not block). If not,
+  /// and @p blocking, the hook makes sure a completion posted during the
+  /// wait ends it.
+  virtual bool before_wait(op_queue& ops, bool blocking) noexcept = 0;
+
+  /// After the reactor's wait: moves what completed during it into @p ops.
+  virtual void after_wait(op_queue& ops) noexcept = 0;
+
+protected:
+  reactor_hook() noexcept = default;
+  reactor_hook(const reactor_hook&) = delete;
+  reactor_hook& operator=(const reactor_hook&) = delete;
+  ~reactor_hook() = default;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_ENGINE_REACTOR_HOOK_HPP

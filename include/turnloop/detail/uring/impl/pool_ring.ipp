@@ -1,0 +1,430 @@
+//
+// turnloop/detail/uring/impl/pool_ring.ipp
+//
+
+#ifndef TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
+#define TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
+
+#include <turnloop/detail/uring/pool_ring.hpp>
+#include <turnloop/detail/engine/loop_core.hpp>
+#include <turnloop/detail/engine/turn_reactor.hpp>
+#include <turnloop/detail/pool/buffer_store.hpp>
+
+#include <climits>
+#include <new>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+// --- the watcher ---------------------------------------------------------------
+
+TURNLOOP_DECL uring_watch::uring_watch(pool_ring* ring) noexcept
+  : reactor_op(boost::system::error_code(), &uring_watch::do_perform,
+      &uring_watch::do_complete),
+    ring_(ring)
+{
+}
+
+TURNLOOP_DECL boost::asio::detail::reactor_op::status
+uring_watch::do_perform(reactor_op*) noexcept
+{
+  // Readiness is the ring's business: the watcher only waits to be aborted.
+  return not_done;
+}
+
+TURNLOOP_DECL void uring_watch::do_complete(void* owner,
+    boost::asio::detail::operation* base, const boost::system::error_code&,
+    std::size_t)
+{
+  uring_watch* w = static_cast<uring_watch*>(base);
+  if (!w->ring_)
+  {
+    // Its ring has gone; so has its operation.
+    delete w;
+    return;
+  }
+  if (owner)
+    return w->ring_->watch_fired(*w);
+  // Destroyed with the reactor or the scheduler: the operation, if any, is
+  // destroyed on its own path.
+  if (w->op_)
+    w->op_->watch_ = nullptr;
+  w->op_ = nullptr;
+  w->ring_->recycle(w);
+}
+
+// --- the ring's wake-up ----------------------------------------------------------
+
+class pool_ring::wake_op final : public boost::asio::detail::reactor_op
+{
+public:
+  wake_op() noexcept
+    : reactor_op(boost::system::error_code(), &wake_op::do_perform,
+        &wake_op::do_complete)
+  {
+  }
+
+private:
+  static status do_perform(reactor_op*) noexcept
+  {
+    // Edge-triggered: the wake is the point, the count is never read.
+    return not_done;
+  }
+
+  static void do_complete(void*, boost::asio::detail::operation* base,
+      const boost::system::error_code&, std::size_t)
+  {
+    delete static_cast<wake_op*>(base);
+  }
+};
+
+// --- the ring ----------------------------------------------------------------------
+
+TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
+    buffer_store& store, std::size_t ceiling, std::size_t buffer_size,
+    int& error) noexcept
+{
+  // Buffer ids are 16 bits and the ring's entries at most 32768.
+  if (ceiling == 0 || ceiling > 32768 || buffer_size > UINT_MAX)
+  {
+    error = EINVAL;
+    return nullptr;
+  }
+  std::size_t slots = 1;
+  while (slots < ceiling)
+    slots <<= 1;
+  uring_ring* ring = uring_ring::create(slots, error);
+  if (!ring)
+    return nullptr;
+  pool_ring* p = new (std::nothrow) pool_ring(core, store, ring, ceiling,
+      buffer_size);
+  wake_op* wake = p ? new (std::nothrow) wake_op : nullptr;
+  if (!wake)
+  {
+    error = ENOMEM;
+    delete p;
+    delete ring;
+    return nullptr;
+  }
+  error = core.reactor().register_internal_descriptor(
+      epoll_reactor::read_op, ring->event_descriptor(), p->wake_data_, wake);
+  if (error)
+  {
+    delete wake;
+    p->ring_ = nullptr;
+    delete p;
+    delete ring;
+    return nullptr;
+  }
+  core.reactor().set_hook(p);
+  return p;
+}
+
+TURNLOOP_DECL pool_ring::pool_ring(loop_core& core, buffer_store& store,
+    uring_ring* ring, std::size_t ceiling, std::size_t buffer_size) noexcept
+  : core_(core),
+    store_(store),
+    ring_(ring),
+    buffer_size_(buffer_size),
+    ring_limit_(ceiling)
+{
+}
+
+TURNLOOP_DECL pool_ring::~pool_ring() = default;
+
+TURNLOOP_DECL void pool_ring::destroy() noexcept
+{
+  core_.reactor().set_hook(nullptr);
+
+  // Everything in flight is cancelled and its completion reaped: only then
+  // may the buffers it could write into go. A buffer a completion carries
+  // goes straight back to the store; the operation is destroyed unrun.
+  op_queue reaped;
+  if (in_flight_)
+  {
+    ring_->prepare_cancel(0);
+    for (int rounds = 0; in_flight_ && rounds < 1000; ++rounds)
+    {
+      int error;
+      if (!ring_->submit(1, error))
+        break;
+      reap(reaped);
+    }
+  }
+  while (boost::asio::detail::scheduler_operation* base = reaped.front())
+  {
+    reaped.pop();
+    auto* op = static_cast<uring_op*>(base);
+    if (pooled_buffer* b = std::exchange(op->buffer_, nullptr))
+    {
+      b->next = nullptr;
+      store_.put(b);
+    }
+    op->destroy();
+  }
+  const bool drained = in_flight_ == 0;
+
+  // The buffers still in the kernel's ring go back to the free list.
+  if (drained)
+  {
+    for (std::size_t id = 0; id < ids_; ++id)
+    {
+      auto* b = static_cast<pooled_buffer*>(ring_->buffer_by_id(
+            static_cast<unsigned>(id)));
+      if (b->lent)
+      {
+        b->lent = false;
+        --lent_;
+        store_.return_from_ring(b);
+      }
+    }
+  }
+
+  core_.reactor().deregister_internal_descriptor(ring_->event_descriptor(),
+      wake_data_);
+  core_.reactor().cleanup_descriptor_data(wake_data_);
+
+  // Watchers still queued on sockets forget the ring, and free themselves
+  // when the socket or the reactor lets go of them.
+  for (uring_watch* w = live_; w;)
+  {
+    uring_watch* next = w->next_;
+    w->ring_ = nullptr;
+    if (w->op_)
+      w->op_->watch_ = nullptr;
+    w->op_ = nullptr;
+    w = next;
+  }
+  for (uring_watch* w = free_; w;)
+  {
+    uring_watch* next = w->next_;
+    delete w;
+    w = next;
+  }
+
+  // A kernel that would not give the operations back keeps the ring, and
+  // the buffers it may still write: leaked, rather than freed under it.
+  if (drained)
+    delete ring_;
+  delete this;
+}
+
+TURNLOOP_DECL uring_watch* pool_ring::take_watch()
+{
+  uring_watch* w = free_;
+  if (!w)
+    return new uring_watch(this);
+  free_ = w->next_;
+  w->next_ = nullptr;
+  return w;
+}
+
+TURNLOOP_DECL void pool_ring::give_back_watch(uring_watch* w) noexcept
+{
+  w->next_ = free_;
+  free_ = w;
+}
+
+TURNLOOP_DECL void pool_ring::watch(uring_op& op, uring_watch* w, int fd,
+    epoll_reactor::per_descriptor_data& data) noexcept
+{
+  w->op_ = &op;
+  w->prev_ = nullptr;
+  w->next_ = live_;
+  if (live_)
+    live_->prev_ = w;
+  live_ = w;
+  w->cancellation_key_ = watch_key(w);
+  w->ec_ = boost::system::error_code();
+  op.watch_ = w;
+  // Speculative, as Asio's own reads start: a queued operation on an
+  // edge-triggered registration costs no system call (a non-speculative
+  // start re-arms the descriptor). The watcher's perform() declines, so it
+  // is simply queued.
+  core_.reactor().start_op(epoll_reactor::except_op, fd, data, w, false,
+      true);
+}
+
+TURNLOOP_DECL void pool_ring::forget_watch(uring_op& op) noexcept
+{
+  if (uring_watch* w = std::exchange(op.watch_, nullptr))
+    w->op_ = nullptr;
+}
+
+TURNLOOP_DECL void pool_ring::unwatch(uring_op& op, int fd,
+    epoll_reactor::per_descriptor_data& data) noexcept
+{
+  uring_watch* w = op.watch_;
+  if (!w)
+    return;
+  op.watch_ = nullptr;
+  w->op_ = nullptr;
+  // Taken off the socket's queue, it completes (and is recycled) as an
+  // aborted operation. Without a registration (closed) it has been aborted
+  // already.
+  if (data)
+    core_.reactor().cancel_ops_by_key(fd, data, epoll_reactor::except_op,
+        watch_key(w));
+}
+
+TURNLOOP_DECL void pool_ring::watch_fired(uring_watch& w) noexcept
+{
+  uring_op* op = w.op_;
+  if (op)
+  {
+    op->watch_ = nullptr;
+    w.op_ = nullptr;
+    abort(*op);
+  }
+  recycle(&w);
+}
+
+TURNLOOP_DECL void pool_ring::recycle(uring_watch* w) noexcept
+{
+  if (w->prev_)
+    w->prev_->next_ = w->next_;
+  else if (live_ == w)
+    live_ = w->next_;
+  if (w->next_)
+    w->next_->prev_ = w->prev_;
+  w->prev_ = nullptr;
+  w->next_ = free_;
+  free_ = w;
+}
+
+TURNLOOP_DECL void pool_ring::submit_recv(uring_op& op, int fd,
+    bool poll_first) noexcept
+{
+  op.in_flight_ = true;
+  op.reads_ = true;
+  ++in_flight_;
+  ++reads_in_flight_;
+  core_.acquire_shared_work();
+  ring_->prepare_recv(fd, static_cast<unsigned>(buffer_size_), poll_first,
+      reinterpret_cast<std::uint64_t>(&op));
+}
+
+TURNLOOP_DECL void pool_ring::submit_send(uring_op& op, int fd,
+    const void* data, std::size_t size) noexcept
+{
+  op.in_flight_ = true;
+  op.reads_ = false;
+  ++in_flight_;
+  core_.acquire_shared_work();
+  ring_->prepare_send(fd, data,
+      static_cast<unsigned>(size < UINT_MAX ? size : UINT_MAX),
+      reinterpret_cast<std::uint64_t>(&op));
+}
+
+TURNLOOP_DECL void pool_ring::abort(uring_op& op) noexcept
+{
+  if (op.aborted_)
+    return;
+  op.aborted_ = true;
+  // Before its completion is reaped only; the cancellation is queued ahead
+  // of anything submitted later, so it cannot reach an operation that
+  // reuses this one's memory.
+  if (op.in_flight_)
+    ring_->prepare_cancel(reinterpret_cast<std::uint64_t>(&op));
+}
+
+TURNLOOP_DECL pooled_buffer* pool_ring::buffer_of(
+    const uring_result& r) noexcept
+{
+  if ((r.flags & IORING_CQE_F_BUFFER) == 0)
+    return nullptr;
+  const unsigned id = r.flags >> IORING_CQE_BUFFER_SHIFT;
+  auto* b = static_cast<pooled_buffer*>(ring_->buffer_by_id(id));
+  b->lent = false;
+  --lent_;
+  store_.take_from_ring(b);
+  return b;
+}
+
+TURNLOOP_DECL bool pool_ring::wants_buffer() const noexcept
+{
+  return lent_ < reads_in_flight_ && lent_ < ring_limit_;
+}
+
+TURNLOOP_DECL void pool_ring::lend(pooled_buffer* b) noexcept
+{
+  if (b->ring_id == pooled_buffer::no_ring_id)
+  {
+    b->ring_id = static_cast<std::uint32_t>(ids_++);
+    ring_->buffer_by_id(b->ring_id) = b;
+  }
+  b->lent = true;
+  ++lent_;
+  store_.lend_to_ring(b);
+  ring_->provide(b->bytes(), static_cast<unsigned>(buffer_size_), b->ring_id);
+}
+
+TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
+{
+  ring_->reap([&](std::uint64_t user_data, const uring_result& r)
+      {
+        if (!user_data)
+          return; // a cancellation's own completion
+        auto* op = reinterpret_cast<uring_op*>(user_data);
+        op->result_ = r;
+        op->in_flight_ = false;
+        --in_flight_;
+        if (op->reads_)
+        {
+          --reads_in_flight_;
+          // The buffer is the operation's from now on, whatever becomes
+          // of it.
+          op->buffer_ = buffer_of(r);
+        }
+        ops.push(op);
+      });
+}
+
+TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
+    bool blocking) noexcept
+{
+  // The turn's submissions, in one system call; it also lets the kernel
+  // post what this thread's completions left for it.
+  if (ring_->needs_enter())
+  {
+    int error;
+    ring_->submit(0, error);
+  }
+  if (!in_flight_)
+    return false;
+  op_queue reaped;
+  reap(reaped);
+  if (reaped.empty() && blocking)
+  {
+    // Completions made on this thread are posted when the wait is
+    // interrupted to run them; those of a thread that ran the loop before
+    // signal the eventfd, which the reactor watches. On only for the wait,
+    // and looked at again once on, so none is missed in between.
+    ring_->signal_completions(true);
+    signalling_ = true;
+    reap(reaped);
+  }
+  const bool any = !reaped.empty();
+  ops.push(reaped);
+  return any;
+}
+
+TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept
+{
+  if (signalling_)
+  {
+    ring_->signal_completions(false);
+    signalling_ = false;
+  }
+  // Only what is posted: completions the kernel still holds for this
+  // thread are posted by the next step's submission, which comes before
+  // any blocking wait.
+  if (in_flight_)
+    reap(ops);
+}
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP

@@ -1,0 +1,185 @@
+//
+// turnloop/detail/uring/uring_recv_op.hpp
+//
+// A pooled read of a socket as an io_uring receive: the kernel waits for
+// data and picks a buffer from the ring when it arrives, so the read holds
+// none while it waits, and the turn's receives are submitted with one
+// system call. If data finds the ring empty (-ENOBUFS), the read takes a
+// buffer from the pool (minting one if the ceiling allows), lends it to the
+// ring and tries again; at the ceiling it hands over to the pool's wait for
+// a buffer, as the epoll path does.
+//
+// @p Handler is the pooled read (read_pooled_op), which provides
+//   int refill_ring(pool_ring&)
+//     on -ENOBUFS: lends the ring a buffer (0), finds the pool at its
+//     ceiling (1), or fails to mint one for lack of memory (2);
+//   void on_ring_recv(const error_code&, pooled_buffer*, std::size_t,
+//       bool needs_buffer)
+//     its continuation, with the buffer read into (or one to give back).
+//
+
+#ifndef TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP
+#define TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
+
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/memory.hpp>
+
+#include <cerrno>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+/// Installed in an io_uring operation's cancellation slot: any type asks
+/// the kernel to end it.
+class uring_cancellation
+{
+public:
+  uring_cancellation(pool_ring& ring, uring_op* op) noexcept
+    : ring_(&ring),
+      op_(op)
+  {
+  }
+
+  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  {
+    if (type != boost::asio::cancellation_type::none)
+      ring_->abort(*op_);
+  }
+
+private:
+  pool_ring* ring_;
+  uring_op* op_;
+};
+
+/// The error an io_uring completion's result stands for.
+inline boost::system::error_code uring_error(int res, bool aborted) noexcept
+{
+  if (res == -ECANCELED || aborted)
+    return boost::asio::error::operation_aborted;
+  return boost::system::error_code(-res,
+      boost::asio::error::get_system_category());
+}
+
+template <typename Handler>
+class uring_recv_op final : public uring_op
+{
+public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(uring_recv_op);
+
+  using epoll_reactor = boost::asio::detail::epoll_reactor;
+
+  /// Submits @p handler's read of @p fd, registered with the reactor as
+  /// @p data (the socket's own member, read again at completion).
+  /// @throws std::bad_alloc, leaving @p handler with the caller.
+  static void start(Handler&& handler, pool_ring& ring, int fd,
+      epoll_reactor::per_descriptor_data& data, bool poll_first)
+  {
+    auto slot = handler.get_cancellation_slot();
+    ptr p = { boost::asio::detail::addressof(handler),
+      ptr::allocate(handler), 0 };
+    uring_watch* w = ring.take_watch();
+    if (slot.is_connected())
+    {
+      try
+      {
+        slot.template emplace<uring_cancellation>(ring,
+            static_cast<uring_op*>(static_cast<uring_recv_op*>(p.v)));
+      }
+      catch (...)
+      {
+        ring.give_back_watch(w);
+        throw;
+      }
+    }
+    p.p = new (p.v) uring_recv_op(std::move(handler), ring, fd, data);
+    ring.watch(*p.p, w, fd, data);
+    ring.submit_recv(*p.p, fd, poll_first);
+    p.v = p.p = 0;
+  }
+
+private:
+  uring_recv_op(Handler&& handler, pool_ring& ring, int fd,
+      epoll_reactor::per_descriptor_data& data) noexcept
+    : uring_op(&uring_recv_op::do_complete),
+      handler_(std::move(handler)),
+      ring_(ring),
+      fd_(fd),
+      data_(&data)
+  {
+  }
+
+  static void do_complete(void* owner, boost::asio::detail::operation* base,
+      const boost::system::error_code&, std::size_t)
+  {
+    uring_recv_op* o = static_cast<uring_recv_op*>(base);
+    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+
+    if (!owner)
+    {
+      // Destroyed unrun, with the loop: a buffer it received goes back.
+      if (o->buffer_)
+        buffer_store::release(std::exchange(o->buffer_, nullptr));
+      o->forget_watch();
+      return;
+    }
+
+    const uring_result r = o->result_;
+    bool needs_buffer = false;
+    boost::system::error_code ec;
+    if (r.res == -ENOBUFS && !o->aborted_)
+    {
+      // Data arrived to an empty ring.
+      switch (o->handler_.refill_ring(o->ring_))
+      {
+      case 0:
+        o->ring_.submit_recv(*o, o->fd_, false);
+        p.v = p.p = 0;
+        return;
+      case 1:
+        needs_buffer = true;
+        break;
+      default:
+        ec = boost::asio::error::no_memory;
+        break;
+      }
+    }
+    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    o->handler_.get_cancellation_slot().clear();
+
+    std::size_t n = 0;
+    if (needs_buffer || ec)
+      ;
+    else if (r.res > 0)
+      n = static_cast<std::size_t>(r.res); // delivered, even if aborted since
+    else if (r.res == 0)
+      ec = o->aborted_ ? boost::system::error_code(
+          boost::asio::error::operation_aborted)
+        : boost::system::error_code(boost::asio::error::eof);
+    else
+      ec = uring_error(r.res, o->aborted_);
+
+    // Moved out so that the operation's memory is free before the read
+    // goes on, which may start the next operation.
+    Handler handler(std::move(o->handler_));
+    pooled_buffer* b = std::exchange(o->buffer_, nullptr);
+    p.h = boost::asio::detail::addressof(handler);
+    p.reset();
+    handler.on_ring_recv(ec, b, n, needs_buffer);
+  }
+
+  Handler handler_;
+  pool_ring& ring_;
+  int fd_;
+  epoll_reactor::per_descriptor_data* data_;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP

@@ -1,0 +1,143 @@
+//
+// turnloop/detail/uring/uring_send_op.hpp
+//
+// turnloop::async_write_lease on the io_uring path: the lease's bytes are
+// sent with io_uring sends, submitted in the turn's batch (a short send is
+// sent on from where it stopped), and the lease is released when the last
+// byte is written, before the handler runs. close(), cancel() and the
+// handler's cancellation slot end it as they end a receive (pool_ring.hpp).
+//
+
+#ifndef TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP
+#define TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP
+
+#include <turnloop/detail/config.hpp>
+#include <turnloop/buffer_lease.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
+#include <turnloop/detail/uring/uring_recv_op.hpp>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/memory.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <utility>
+
+namespace turnloop {
+namespace detail {
+
+/// @p Handler (a write_lease_delivery) calls the user's handler: it is moved in whole with its
+/// handler and called as delivery(ec, bytes) on the loop's thread.
+template <typename Handler>
+class uring_send_op final : public uring_op
+{
+public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(uring_send_op);
+
+  using epoll_reactor = boost::asio::detail::epoll_reactor;
+
+  /// Sends @p lease's bytes on @p fd, registered as @p data.
+  /// @throws std::bad_alloc, leaving @p delivery and @p lease with the
+  /// caller.
+  static void start(Handler& delivery, buffer_lease& lease, pool_ring& ring,
+      int fd, epoll_reactor::per_descriptor_data& data)
+  {
+    auto slot = boost::asio::get_associated_cancellation_slot(delivery);
+    ptr p = { boost::asio::detail::addressof(delivery),
+      ptr::allocate(delivery), 0 };
+    uring_watch* w = ring.take_watch();
+    if (slot.is_connected())
+    {
+      try
+      {
+        slot.template emplace<uring_cancellation>(ring,
+            static_cast<uring_op*>(static_cast<uring_send_op*>(p.v)));
+      }
+      catch (...)
+      {
+        ring.give_back_watch(w);
+        throw;
+      }
+    }
+    p.p = new (p.v) uring_send_op(std::move(delivery), std::move(lease),
+        ring, fd, data);
+    ring.watch(*p.p, w, fd, data);
+    p.p->send();
+    p.v = p.p = 0;
+  }
+
+private:
+  uring_send_op(Handler&& delivery, buffer_lease&& lease, pool_ring& ring,
+      int fd, epoll_reactor::per_descriptor_data& data) noexcept
+    : uring_op(&uring_send_op::do_complete),
+      delivery_(std::move(delivery)),
+      lease_(std::move(lease)),
+      ring_(ring),
+      fd_(fd),
+      data_(&data)
+  {
+  }
+
+  void send() noexcept
+  {
+    const auto bytes = lease_.data();
+    ring_.submit_send(*this, fd_,
+        static_cast<const char*>(bytes.data()) + written_,
+        bytes.size() - written_);
+  }
+
+  static void do_complete(void* owner, boost::asio::detail::operation* base,
+      const boost::system::error_code&, std::size_t)
+  {
+    uring_send_op* o = static_cast<uring_send_op*>(base);
+    ptr p = { boost::asio::detail::addressof(o->delivery_), o, o };
+    if (!owner)
+    {
+      o->forget_watch();
+      return;
+    }
+
+    const int res = o->result_.res;
+    boost::system::error_code ec;
+    if (res >= 0)
+    {
+      o->written_ += static_cast<std::size_t>(res);
+      if (o->written_ < o->lease_.size() && !o->aborted_ && res > 0)
+      {
+        o->send();
+        p.v = p.p = 0;
+        return;
+      }
+      if (o->written_ < o->lease_.size())
+        ec = res == 0 ? boost::system::error_code(boost::asio::error::eof)
+          : boost::system::error_code(boost::asio::error::operation_aborted);
+    }
+    else
+      ec = uring_error(res, false);
+    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    boost::asio::get_associated_cancellation_slot(o->delivery_).clear();
+
+    // The buffer goes back first, then the operation's memory, then the
+    // handler runs.
+    const std::size_t written = o->written_;
+    o->lease_ = buffer_lease();
+    Handler delivery(std::move(o->delivery_));
+    p.h = boost::asio::detail::addressof(delivery);
+    p.reset();
+    delivery(ec, written);
+  }
+
+  Handler delivery_;
+  buffer_lease lease_;
+  pool_ring& ring_;
+  int fd_;
+  epoll_reactor::per_descriptor_data* data_;
+  std::size_t written_ = 0;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP

@@ -1,0 +1,671 @@
+//
+// read_pooled_uring.cpp
+//
+// Pooled reads through the pool's io_uring (config::pooled_io): the path
+// is chosen and reported, the ring's buffers stay within their bounds,
+// close(), cancel() and cancellation slots reach a receive in the kernel,
+// nothing is lost or leaked when the loop goes with receives in flight, and
+// a refused io_uring falls back to epoll (or, when required, is refused at
+// construction). read_pooled.cpp's cases also run on this path.
+//
+// These cases need a kernel that lets this process use io_uring, as the
+// machines this project builds on do; TURNLOOP_TEST_NO_IO_URING=1 skips them
+// where it cannot (a container whose seccomp profile refuses io_uring).
+//
+
+#define BOOST_TEST_MODULE read_pooled_uring
+#include <boost/test/unit_test.hpp>
+
+#include <turnloop/read_pooled.hpp>
+#include <turnloop/write_lease.hpp>
+#include <turnloop/detail/uring/uring_ring.hpp>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using turnloop::buffer_lease;
+using turnloop::buffer_pool;
+using turnloop::io_path;
+
+namespace {
+
+turnloop::config ring_config(std::size_t buffers, std::size_t size,
+    io_path path = io_path::io_uring)
+{
+  turnloop::config c;
+  c.pooled_buffers = buffers;
+  c.pooled_buffer_size = size;
+  c.pooled_io = path;
+  return c;
+}
+
+bool skipped()
+{
+  const char* v = std::getenv("TURNLOOP_TEST_NO_IO_URING");
+  if (v && *v == '1')
+  {
+    BOOST_TEST_MESSAGE("io_uring cases skipped (TURNLOOP_TEST_NO_IO_URING)");
+    return true;
+  }
+  return false;
+}
+
+struct connections
+{
+  connections(turnloop::loop& l, std::size_t n)
+  {
+    tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+    for (std::size_t i = 0; i != n; ++i)
+    {
+      clients.push_back(std::make_unique<tcp::socket>(l));
+      servers.push_back(std::make_unique<tcp::socket>(l));
+      clients.back()->connect(acceptor.local_endpoint());
+      acceptor.accept(*servers.back());
+      clients.back()->set_option(tcp::no_delay(true));
+      servers.back()->set_option(tcp::no_delay(true));
+    }
+  }
+
+  std::vector<std::unique_ptr<tcp::socket>> servers;
+  std::vector<std::unique_ptr<tcp::socket>> clients;
+};
+
+// Server side: reads pooled, writes the lease back, until an error.
+struct echo_session
+{
+  explicit echo_session(tcp::socket& s) : socket(s) {}
+
+  void start()
+  {
+    turnloop::async_read_pooled(socket, [this](error_code ec,
+          buffer_lease lease) {
+      if (ec)
+      {
+        ended_with = ec;
+        return;
+      }
+      ++reads;
+      const asio::const_buffer bytes = lease.data();
+      asio::async_write(socket, bytes,
+          [this, lease = std::move(lease)](error_code ec, std::size_t) {
+            if (!ec)
+              start();
+          });
+    });
+  }
+
+  tcp::socket& socket;
+  long reads = 0;
+  error_code ended_with;
+};
+
+// Client side: @p rounds messages of varying length and content, each after
+// the previous one came back whole, every byte checked.
+struct echo_client
+{
+  echo_client(tcp::socket& s, int rounds, std::uint32_t seed,
+      std::size_t longest)
+    : socket(s), rounds(rounds), seed(seed), out(longest), in(longest)
+  {
+  }
+
+  std::uint32_t next()
+  {
+    seed = seed * 1664525u + 1013904223u;
+    return seed >> 8;
+  }
+
+  void start()
+  {
+    if (done == rounds)
+    {
+      socket.shutdown(tcp::socket::shutdown_send);
+      return;
+    }
+    length = 1 + next() % out.size();
+    for (std::size_t i = 0; i != length; ++i)
+      out[i] = static_cast<char>(next());
+    asio::async_write(socket, asio::buffer(out.data(), length),
+        [this](error_code ec, std::size_t) {
+          if (ec)
+            return;
+          asio::async_read(socket, asio::buffer(in.data(), length),
+              [this](error_code ec, std::size_t n) {
+                if (ec || n != length)
+                  return;
+                for (std::size_t i = 0; i != length; ++i)
+                  if (in[i] != out[i])
+                    ++mismatches;
+                ++done;
+                start();
+              });
+        });
+  }
+
+  tcp::socket& socket;
+  int rounds;
+  std::uint32_t seed;
+  std::vector<char> out;
+  std::vector<char> in;
+  std::size_t length = 0;
+  int done = 0;
+  int mismatches = 0;
+};
+
+int refuse_with_eperm() noexcept
+{
+  return EPERM;
+}
+
+struct refusal_scope
+{
+  refusal_scope() { turnloop::detail::uring_setup_refusal = &refuse_with_eperm; }
+  ~refusal_scope() { turnloop::detail::uring_setup_refusal = nullptr; }
+};
+
+} // namespace
+
+// The path is decided at the first pooled read of a socket: before it the
+// loop has no ring; after it, stats() says io_uring.
+BOOST_AUTO_TEST_CASE(the_first_pooled_read_sets_the_ring_up)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(8, 512, io_path::automatic));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  BOOST_TEST((pool.stats().path == io_path::automatic));
+  connections c(l, 1);
+  std::string got;
+  // Started off the loop's thread: the reactor's read. The next one, from
+  // its completion on the loop's thread, the ring's.
+  turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+        buffer_lease lease) {
+    BOOST_TEST(!ec);
+    got.assign(static_cast<const char*>(lease.data().data()),
+        lease.data().size());
+    BOOST_TEST((pool.stats().path == io_path::automatic));
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      got.append(static_cast<const char*>(lease.data().data()),
+          lease.data().size());
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("hello", 5));
+  BOOST_TEST(test::run_until(l, [&] { return got == "hello"; }));
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(pool.stats().io_uring_error == 0);
+  asio::write(*c.clients[0], asio::buffer(" ring", 5));
+  BOOST_TEST(test::run_until(l, [&] { return got == "hello ring"; }));
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// Byte-exact echo over 48 connections with 8 buffers of 512 bytes and
+// messages up to 1 KiB: every read delivers (many wait for a buffer), and
+// every buffer comes back.
+BOOST_AUTO_TEST_CASE(many_connections_echo_byte_exact_through_the_ring)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t count = 48;
+  constexpr int rounds = 40;
+  turnloop::loop l(ring_config(8, 512));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, count);
+  std::vector<std::unique_ptr<echo_session>> servers;
+  std::vector<std::unique_ptr<echo_client>> clients;
+  asio::post(l, [&] {
+    for (std::size_t i = 0; i != count; ++i)
+    {
+      servers.push_back(std::make_unique<echo_session>(*c.servers[i]));
+      clients.push_back(std::make_unique<echo_client>(*c.clients[i], rounds,
+            static_cast<std::uint32_t>(i + 3), 1024));
+      servers.back()->start();
+      clients.back()->start();
+    }
+  });
+  BOOST_TEST(test::run_until(l, [&] {
+    for (auto& s : servers)
+      if (!s->ended_with)
+        return false;
+    return servers.size() == count;
+  }));
+  for (std::size_t i = 0; i != count; ++i)
+  {
+    BOOST_TEST(clients[i]->done == rounds);
+    BOOST_TEST(clients[i]->mismatches == 0);
+    BOOST_TEST(servers[i]->ended_with == asio::error::eof);
+  }
+  const turnloop::buffer_pool_stats s = pool.stats();
+  BOOST_TEST((s.path == io_path::io_uring));
+  BOOST_TEST(s.leased == 0u);
+  BOOST_TEST(s.minted <= 8u);
+  BOOST_TEST(s.waits > 0u);
+}
+
+// Reads waiting for data mint nothing and hold nothing; the ring holds no
+// more free buffers than there are reads in flight.
+BOOST_AUTO_TEST_CASE(idle_reads_mint_nothing_and_the_ring_stays_within_reads)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(64, 512));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 16);
+  int received = 0;
+  asio::post(l, [&] {
+    for (auto& s : c.servers)
+      turnloop::async_read_pooled(*s, [&](error_code ec, buffer_lease) {
+        BOOST_TEST(!ec);
+        ++received;
+      });
+  });
+  for (int i = 0; i != 20; ++i)
+    l.poll();
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(pool.stats().minted == 0u);
+  BOOST_TEST(pool.stats().in_ring == 0u);
+  // Data on 4 connections: 4 buffers minted, lent, read into and returned;
+  // the 12 reads still waiting may find them in the ring.
+  for (int i = 0; i != 4; ++i)
+    asio::write(*c.clients[i], asio::buffer("x", 1));
+  BOOST_TEST(test::run_until(l, [&] { return received == 4; }));
+  l.poll();
+  const turnloop::buffer_pool_stats s = pool.stats();
+  BOOST_TEST(s.minted <= 4u);
+  BOOST_TEST(s.leased == 0u);
+  BOOST_TEST(s.in_ring <= 12u);
+  BOOST_TEST(s.in_ring + s.leased <= s.minted);
+}
+
+// A fast sender and a reader that keeps its leases: the connection holds
+// one buffer per read it asked for, the rest of the pool stays free for
+// others, and nothing is lost: the data waits in the socket.
+BOOST_AUTO_TEST_CASE(a_fast_sender_cannot_drain_the_pool_behind_a_slow_reader)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(8, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 2);
+  std::vector<char> flood(64 * 1024, 'x');
+  std::vector<buffer_lease> kept;
+  int reads = 0;
+  std::function<void()> read_one = [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      kept.push_back(std::move(lease));
+      ++reads;
+    });
+  };
+  asio::post(l, read_one);
+  std::thread sender([&] {
+    error_code ec;
+    asio::write(*c.clients[0], asio::buffer(flood), ec);
+  });
+  BOOST_TEST(test::run_until(l, [&] { return reads == 1; }));
+  // Turns go by with the socket full of data and no read asked for.
+  for (int i = 0; i != 50; ++i)
+    l.poll();
+  BOOST_TEST(reads == 1);
+  BOOST_TEST(pool.stats().leased == 1u);
+  // A second connection is served meanwhile.
+  std::string other;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      other.assign(static_cast<const char*>(lease.data().data()),
+          lease.data().size());
+    });
+  });
+  asio::write(*c.clients[1], asio::buffer("other", 5));
+  BOOST_TEST(test::run_until(l, [&] { return other == "other"; }));
+  // Reading the rest, one read at a time, gets every byte.
+  std::size_t total = kept[0].size();
+  kept.clear();
+  std::function<void()> drain = [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      if (ec)
+        return;
+      total += lease.size();
+      BOOST_TEST(pool.stats().leased <= 1u);
+      if (total < flood.size())
+        drain();
+    });
+  };
+  asio::post(l, drain);
+  BOOST_TEST(test::run_until(l, [&] { return total == flood.size(); }));
+  sender.join();
+  BOOST_TEST(pool.stats().minted <= 8u);
+}
+
+// close() and cancel() reach a receive waiting in the kernel, through the
+// socket's watcher; a cancellation slot reaches it directly. Each ends with
+// operation_aborted, holding no buffer.
+BOOST_AUTO_TEST_CASE(close_cancel_and_slots_end_a_receive_in_the_kernel)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 3);
+  error_code by_close, by_cancel, by_slot;
+  int ended = 0;
+  asio::cancellation_signal signal;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      by_close = ec;
+      BOOST_TEST(!lease);
+      ++ended;
+    });
+    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
+          buffer_lease lease) {
+      by_cancel = ec;
+      BOOST_TEST(!lease);
+      ++ended;
+    });
+    turnloop::async_read_pooled(*c.servers[2], asio::bind_cancellation_slot(
+          signal.slot(), [&](error_code ec, buffer_lease lease) {
+            by_slot = ec;
+            BOOST_TEST(!lease);
+            ++ended;
+          }));
+  });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST(ended == 0);
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  asio::post(l, [&] {
+    c.servers[0]->close();
+    c.servers[1]->cancel();
+    signal.emit(asio::cancellation_type::terminal);
+  });
+  BOOST_TEST(test::run_until(l, [&] { return ended == 3; }));
+  BOOST_TEST(by_close == asio::error::operation_aborted);
+  BOOST_TEST(by_cancel == asio::error::operation_aborted);
+  BOOST_TEST(by_slot == asio::error::operation_aborted);
+  BOOST_TEST(pool.stats().leased == 0u);
+
+  // The cancelled sockets still read afterwards.
+  std::string got;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      got.assign(static_cast<const char*>(lease.data().data()),
+          lease.data().size());
+    });
+  });
+  asio::write(*c.clients[1], asio::buffer("again", 5));
+  BOOST_TEST(test::run_until(l, [&] { return got == "again"; }));
+}
+
+// The loop destroyed with receives waiting in the kernel, and one whose
+// data arrived but whose completion has not run: every handler is destroyed
+// unrun, and no buffer leaks (AddressSanitizer's leak check).
+BOOST_AUTO_TEST_CASE(receives_in_flight_die_with_their_loop)
+{
+  if (skipped())
+    return;
+  auto alive = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = alive;
+  int ran = 0;
+  {
+    turnloop::loop l(ring_config(4, 256));
+    connections c(l, 3);
+    asio::post(l, [&, alive]() mutable {
+      for (auto& s : c.servers)
+        turnloop::async_read_pooled(*s, [&ran, alive](error_code,
+              buffer_lease) { ++ran; });
+    });
+    for (int i = 0; i != 5; ++i)
+      l.poll();
+    asio::write(*c.clients[0], asio::buffer("data", 4));
+    alive.reset();
+    BOOST_TEST(!watch.expired());
+  }
+  BOOST_TEST(watch.expired());
+  BOOST_TEST(ran <= 1);
+}
+
+// Leases released on other threads while receives wait in the kernel come
+// back to the loop (and to the ring), none lost.
+BOOST_AUTO_TEST_CASE(leases_released_on_other_threads_return_to_the_ring,
+    *test::threads_label())
+{
+  if (skipped())
+    return;
+  constexpr int messages = 200;
+  turnloop::loop l(ring_config(4, 128));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  std::atomic<int> released{0};
+  std::vector<std::thread> releasers;
+  std::atomic<int> received{0};
+  std::function<void()> read = [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      if (ec)
+        return;
+      received.fetch_add(1);
+      releasers.emplace_back([&, lease = std::move(lease)]() mutable {
+        lease = buffer_lease();
+        released.fetch_add(1);
+      });
+      if (received.load() < messages)
+        read();
+    });
+  };
+  asio::post(l, read);
+  std::thread writer([&] {
+    for (int i = 0; i != messages; ++i)
+    {
+      char byte = static_cast<char>(i);
+      asio::write(*c.clients[0], asio::buffer(&byte, 1));
+      // One byte at a time, each read before the next is written.
+      test::wait_for([&] { return received.load() > i; });
+    }
+  });
+  BOOST_TEST(test::run_until(l, [&] {
+    return received.load() == messages && released.load() == messages;
+  }));
+  writer.join();
+  for (auto& t : releasers)
+    t.join();
+  l.poll();
+  BOOST_TEST(pool.stats().leased == 0u);
+  BOOST_TEST(pool.stats().minted <= 4u);
+}
+
+// Refused (as seccomp or an old kernel would refuse it), io_uring is not
+// used: `automatic` reads through epoll and says why; `io_uring`, required,
+// is refused at construction with the system's error.
+BOOST_AUTO_TEST_CASE(a_refused_io_uring_falls_back_to_epoll_or_is_refused)
+{
+  refusal_scope refused;
+  {
+    turnloop::loop l(ring_config(4, 256, io_path::automatic));
+    buffer_pool& pool = asio::use_service<buffer_pool>(l);
+    connections c(l, 1);
+    std::string got;
+    asio::post(l, [&] {
+      turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+            buffer_lease lease) {
+        BOOST_TEST(!ec);
+        got.assign(static_cast<const char*>(lease.data().data()),
+            lease.data().size());
+      });
+    });
+    asio::write(*c.clients[0], asio::buffer("epoll", 5));
+    BOOST_TEST(test::run_until(l, [&] { return got == "epoll"; }));
+    BOOST_TEST((pool.stats().path == io_path::epoll));
+    BOOST_TEST(pool.stats().io_uring_error == EPERM);
+  }
+  try
+  {
+    turnloop::loop l(ring_config(4, 256, io_path::io_uring));
+    BOOST_TEST(false, "a required io_uring that is refused must throw");
+  }
+  catch (const boost::system::system_error& e)
+  {
+    BOOST_TEST(e.code().value() == EPERM);
+    BOOST_TEST(std::string(e.what()).find("pooled_io") != std::string::npos);
+  }
+}
+
+// Configured epoll: no ring, whatever the system allows.
+BOOST_AUTO_TEST_CASE(configured_epoll_sets_no_ring_up)
+{
+  turnloop::loop l(ring_config(4, 256, io_path::epoll));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  bool done = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease) {
+      BOOST_TEST(!ec);
+      done = true;
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("x", 1));
+  BOOST_TEST(test::run_until(l, [&] { return done; }));
+  BOOST_TEST((pool.stats().path == io_path::epoll));
+  BOOST_TEST(pool.stats().io_uring_error == 0);
+}
+
+// io_uring's bounds are checked with the rest of the configuration.
+BOOST_AUTO_TEST_CASE(io_uring_with_too_many_buffers_is_an_invalid_config)
+{
+  turnloop::config c = ring_config(40000, 64);
+  error_code ec;
+  c.validate(ec);
+  BOOST_TEST(ec == turnloop::error::invalid_config);
+  c.pooled_io = io_path::automatic;
+  c.validate(ec);
+  BOOST_TEST(!ec);
+}
+
+// The echo pattern end to end on the ring: read pooled, write the lease.
+// Every byte comes back, each buffer returns when its write ends, and the
+// turn's receives and sends go in io_uring system calls, not one recv and
+// one send each.
+BOOST_AUTO_TEST_CASE(writing_leases_back_echoes_through_the_ring)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t count = 16;
+  constexpr int rounds = 30;
+  turnloop::loop l(ring_config(8, 512));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, count);
+  struct lease_echo
+  {
+    tcp::socket& socket;
+    error_code ended_with;
+    long writes = 0;
+    void start()
+    {
+      turnloop::async_read_pooled(socket, [this](error_code ec,
+            buffer_lease lease) {
+        if (ec)
+        {
+          ended_with = ec;
+          return;
+        }
+        const std::size_t size = lease.size();
+        turnloop::async_write_lease(socket, std::move(lease),
+            [this, size](error_code ec, std::size_t n) {
+              BOOST_TEST(!ec);
+              BOOST_TEST(n == size);
+              ++writes;
+              if (!ec)
+                start();
+            });
+      });
+    }
+  };
+  std::vector<std::unique_ptr<lease_echo>> servers;
+  std::vector<std::unique_ptr<echo_client>> clients;
+  asio::post(l, [&] {
+    for (std::size_t i = 0; i != count; ++i)
+    {
+      servers.push_back(std::make_unique<lease_echo>(
+            lease_echo{*c.servers[i], {}, 0}));
+      clients.push_back(std::make_unique<echo_client>(*c.clients[i], rounds,
+            static_cast<std::uint32_t>(i + 11), 1500));
+      servers.back()->start();
+      clients.back()->start();
+    }
+  });
+  BOOST_TEST(test::run_until(l, [&] {
+    for (auto& s : servers)
+      if (!s->ended_with)
+        return false;
+    return servers.size() == count;
+  }));
+  for (std::size_t i = 0; i != count; ++i)
+  {
+    BOOST_TEST(clients[i]->done == rounds);
+    BOOST_TEST(clients[i]->mismatches == 0);
+    BOOST_TEST(servers[i]->ended_with == asio::error::eof);
+  }
+  BOOST_TEST(pool.stats().leased == 0u);
+  BOOST_TEST(pool.stats().minted <= 8u);
+}
+
+// A write of a lease on a socket whose peer has gone ends with the system's
+// error, and the lease still goes back.
+BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(2, 4096));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  c.clients[0]->set_option(asio::socket_base::linger(true, 0));
+  c.clients[0]->close(); // a reset
+  error_code got;
+  int writes = 0;
+  std::function<void()> write_one = [&] {
+    buffer_lease lease = pool.try_lease();
+    std::memset(lease.storage().data(), 'y', 4096);
+    lease.resize(4096);
+    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+        [&](error_code ec, std::size_t) {
+          ++writes;
+          if (ec)
+            got = ec;
+          else
+            write_one();
+        });
+  };
+  asio::post(l, write_one);
+  BOOST_TEST(test::run_until(l, [&] { return !!got; }));
+  BOOST_TEST((got == asio::error::connection_reset
+        || got == asio::error::broken_pipe));
+  BOOST_TEST(pool.stats().leased == 0u);
+}
