@@ -648,42 +648,47 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     return;
   }
 
-  // What a throwing handler or a stop() leaves is handed to the scheduler,
-  // ahead of what the completed handlers queued (`ops` is empty when they
-  // start; as on io_context, where every returned operation is queued before
-  // any of them runs) and of the next reactor run, as epoll_reactor requires.
-  struct hand_over
-  {
-    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
-    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
-    ~hand_over()
-    {
-      if (ready.empty())
-        return; // all completed: ops holds what they queued, in order
-      boost::asio::detail::op_queue<
-        boost::asio::detail::scheduler_operation> queued_since;
-      queued_since.push(ops);
-      ops.push(ready);
-      ops.push(queued_since);
-    }
-  } rest{{}, ops};
-  wait(usec, rest.ready);
+  boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
+  wait(usec, ready);
   core_.after_reactor_run(parked_here);
   const bool interrupted =
     interrupted_.exchange(false, std::memory_order_acquire);
   if (interrupted || !ops.empty())
   {
-    ops.push(rest.ready);
+    ops.push(ready);
     return;
   }
-  core_.complete_io(rest.ready);
+  // What a throwing handler or a stop() leaves is handed to the scheduler,
+  // ahead of what the completed handlers queued (`ops` is empty when they
+  // start; as on io_context, where every returned operation is queued before
+  // any of them runs) and of the next reactor run, as epoll_reactor requires.
+  // A catch, not a guard object: the usual run, every one completed, then
+  // costs no destructor call.
+  try
+  {
+    core_.complete_io(ready);
+  }
+  catch (...)
+  {
+    hand_over(ready, ops);
+    throw;
+  }
+  if (!ready.empty())
+    hand_over(ready, ops);
 }
 
-TURNLOOP_DECL void turn_reactor::wait(long usec,
+TURNLOOP_DECL void turn_reactor::hand_over(reactor_hook::op_queue& ready,
+    reactor_hook::op_queue& ops) noexcept
+{
+  reactor_hook::op_queue queued_since;
+  queued_since.push(ops);
+  ops.push(ready);
+  ops.push(queued_since);
+}
+
+TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     reactor_hook::op_queue& ops)
 {
-  if (!hook_)
-    return epoll_reactor::run(usec, ops);
   // Completions the hook hands over now must not wait behind a blocking
   // wait; the loop is then not parked, and a spare wake costs nothing.
   // With them in hand, the epoll poll may wait for the next step: every
