@@ -602,14 +602,19 @@ TURNLOOP_DECL void loop_core::complete_io(
   // behind what the completed handlers queued, which on a scheduler not in
   // one-thread mode goes straight to its shared queue, out of io_context's
   // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
-  std::size_t count = 0;
-  for (auto* op = ready.front(); op && count <= config_.events_per_turn;
-      op = boost::asio::detail::op_queue_access::next(op))
-    ++count;
-  if (count > config_.events_per_turn)
-    return;
+  // One ready operation (a timer chain, a ping-pong) is never too many.
+  using boost::asio::detail::op_queue_access;
+  if (ready.front() && op_queue_access::next(ready.front()))
+  {
+    std::size_t count = 0;
+    for (auto* op = ready.front(); op && count <= config_.events_per_turn;
+        op = op_queue_access::next(op))
+      ++count;
+    if (count > config_.events_per_turn)
+      return;
+  }
 
-  const boost::system::error_code no_error;
+  static const boost::system::error_code no_error;
   for (;;)
   {
     boost::asio::detail::scheduler_operation* op = ready.front();
@@ -651,8 +656,10 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
   boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
   wait(usec, ready);
   core_.after_reactor_run(parked_here);
-  const bool interrupted =
-    interrupted_.exchange(false, std::memory_order_acquire);
+  // Read before it is cleared: the usual run was not interrupted, and a
+  // plain load costs no locked instruction.
+  const bool interrupted = interrupted_.load(std::memory_order_acquire)
+    && interrupted_.exchange(false, std::memory_order_acquire);
   if (interrupted || !ops.empty())
   {
     ops.push(ready);
