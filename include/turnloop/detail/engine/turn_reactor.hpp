@@ -55,8 +55,23 @@ public:
 
 private:
   // The epoll wait, with the hook's submissions before it and its
-  // completions after it.
-  TURNLOOP_DECL void wait(long usec, reactor_hook::op_queue& ops);
+  // completions after it. Without a hook (every loop that does not use
+  // io_uring) it is epoll's run alone, called from run() without a frame of
+  // its own.
+  void wait(long usec, reactor_hook::op_queue& ops)
+  {
+    if (!hook_)
+      epoll_reactor::run(usec, ops);
+    else
+      wait_with_hook(usec, ops);
+  }
+
+  TURNLOOP_DECL void wait_with_hook(long usec, reactor_hook::op_queue& ops);
+
+  // Puts @p ready, what a reactor step left uncompleted, in front of what
+  // the handlers it completed queued in @p ops.
+  TURNLOOP_DECL static void hand_over(reactor_hook::op_queue& ready,
+      reactor_hook::op_queue& ops) noexcept;
 
   loop_core& core_;
   reactor_hook* hook_ = nullptr;

@@ -602,14 +602,19 @@ TURNLOOP_DECL void loop_core::complete_io(
   // behind what the completed handlers queued, which on a scheduler not in
   // one-thread mode goes straight to its shared queue, out of io_context's
   // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
-  std::size_t count = 0;
-  for (auto* op = ready.front(); op && count <= config_.events_per_turn;
-      op = boost::asio::detail::op_queue_access::next(op))
-    ++count;
-  if (count > config_.events_per_turn)
-    return;
+  // One ready operation (a timer chain, a ping-pong) is never too many.
+  using boost::asio::detail::op_queue_access;
+  if (ready.front() && op_queue_access::next(ready.front()))
+  {
+    std::size_t count = 0;
+    for (auto* op = ready.front(); op && count <= config_.events_per_turn;
+        op = op_queue_access::next(op))
+      ++count;
+    if (count > config_.events_per_turn)
+      return;
+  }
 
-  const boost::system::error_code no_error;
+  static const boost::system::error_code no_error;
   for (;;)
   {
     boost::asio::detail::scheduler_operation* op = ready.front();
@@ -648,42 +653,49 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     return;
   }
 
+  boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
+  wait(usec, ready);
+  core_.after_reactor_run(parked_here);
+  // Read before it is cleared: the usual run was not interrupted, and a
+  // plain load costs no locked instruction.
+  const bool interrupted = interrupted_.load(std::memory_order_acquire)
+    && interrupted_.exchange(false, std::memory_order_acquire);
+  if (interrupted || !ops.empty())
+  {
+    ops.push(ready);
+    return;
+  }
   // What a throwing handler or a stop() leaves is handed to the scheduler,
   // ahead of what the completed handlers queued (`ops` is empty when they
   // start; as on io_context, where every returned operation is queued before
   // any of them runs) and of the next reactor run, as epoll_reactor requires.
-  struct hand_over
+  // A catch, not a guard object: the usual run, every one completed, then
+  // costs no destructor call.
+  try
   {
-    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
-    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ops;
-    ~hand_over()
-    {
-      if (ready.empty())
-        return; // all completed: ops holds what they queued, in order
-      boost::asio::detail::op_queue<
-        boost::asio::detail::scheduler_operation> queued_since;
-      queued_since.push(ops);
-      ops.push(ready);
-      ops.push(queued_since);
-    }
-  } rest{{}, ops};
-  wait(usec, rest.ready);
-  core_.after_reactor_run(parked_here);
-  const bool interrupted =
-    interrupted_.exchange(false, std::memory_order_acquire);
-  if (interrupted || !ops.empty())
-  {
-    ops.push(rest.ready);
-    return;
+    core_.complete_io(ready);
   }
-  core_.complete_io(rest.ready);
+  catch (...)
+  {
+    hand_over(ready, ops);
+    throw;
+  }
+  if (!ready.empty())
+    hand_over(ready, ops);
 }
 
-TURNLOOP_DECL void turn_reactor::wait(long usec,
+TURNLOOP_DECL void turn_reactor::hand_over(reactor_hook::op_queue& ready,
+    reactor_hook::op_queue& ops) noexcept
+{
+  reactor_hook::op_queue queued_since;
+  queued_since.push(ops);
+  ops.push(ready);
+  ops.push(queued_since);
+}
+
+TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     reactor_hook::op_queue& ops)
 {
-  if (!hook_)
-    return epoll_reactor::run(usec, ops);
   // Completions the hook hands over now must not wait behind a blocking
   // wait; the loop is then not parked, and a spare wake costs nothing.
   // With them in hand, the epoll poll may wait for the next step: every
