@@ -44,26 +44,14 @@ public:
   static void start(Handler& delivery, buffer_lease& lease, pool_ring& ring,
       int fd, epoll_reactor::per_descriptor_data& data)
   {
-    auto slot = boost::asio::get_associated_cancellation_slot(delivery);
     ptr p = { boost::asio::detail::addressof(delivery),
       ptr::allocate(delivery), 0 };
-    uring_watch* w = ring.take_watch();
-    if (slot.is_connected())
-    {
-      try
-      {
-        slot.template emplace<uring_cancellation>(ring,
-            static_cast<uring_op*>(static_cast<uring_send_op*>(p.v)));
-      }
-      catch (...)
-      {
-        ring.give_back_watch(w);
-        throw;
-      }
-    }
-    p.p = new (p.v) uring_send_op(std::move(delivery), std::move(lease),
-        ring, fd, data);
-    ring.watch(*p.p, w, fd, data);
+    p.p = ring.begin<uring_send_op>(
+        boost::asio::get_associated_cancellation_slot(delivery), p.v, fd,
+        data, [&](void* memory) noexcept {
+          return new (memory) uring_send_op(std::move(delivery),
+              std::move(lease), ring, fd, data);
+        });
     p.p->send();
     p.v = p.p = 0;
   }
