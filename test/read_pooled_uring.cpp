@@ -35,6 +35,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -596,5 +597,149 @@ BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
   BOOST_TEST(test::run_until(l, [&] { return !!got; }));
   BOOST_TEST((got == asio::error::connection_reset
         || got == asio::error::broken_pipe));
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// A send the socket takes only in part goes on from where it stopped: a
+// 1 MiB lease through a non-blocking socket with small buffers arrives
+// whole and in order.
+BOOST_AUTO_TEST_CASE(a_short_send_goes_on_from_where_it_stopped)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t size = 1 << 20;
+  turnloop::loop l(ring_config(1, size));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  c.servers[0]->set_option(asio::socket_base::send_buffer_size(4096));
+  c.clients[0]->set_option(asio::socket_base::receive_buffer_size(4096));
+  c.servers[0]->non_blocking(true);
+  std::vector<char> in(size);
+  error_code wrote, read;
+  std::size_t written = 0, received = 0;
+  bool write_done = false, read_done = false;
+  asio::post(l, [&] {
+    buffer_lease lease = pool.try_lease();
+    auto* bytes = static_cast<unsigned char*>(lease.storage().data());
+    for (std::size_t i = 0; i != size; ++i)
+      bytes[i] = static_cast<unsigned char>(i * 7 + i / 4096);
+    lease.resize(size);
+    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+        [&](error_code ec, std::size_t n) {
+          wrote = ec;
+          written = n;
+          write_done = true;
+        });
+    asio::async_read(*c.clients[0], asio::buffer(in),
+        [&](error_code ec, std::size_t n) {
+          read = ec;
+          received = n;
+          read_done = true;
+        });
+  });
+  BOOST_TEST(test::run_until(l, [&] { return write_done && read_done; }));
+  BOOST_TEST(!wrote);
+  BOOST_TEST(written == size);
+  BOOST_TEST(!read);
+  BOOST_TEST(received == size);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i != size; ++i)
+    if (static_cast<unsigned char>(in[i])
+        != static_cast<unsigned char>(i * 7 + i / 4096))
+      ++wrong;
+  BOOST_TEST(wrong == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// A lease write stuck on a peer that does not read ends with
+// operation_aborted when its cancellation slot is emitted, and when the
+// socket is closed; either way its buffer goes back.
+BOOST_AUTO_TEST_CASE(a_stuck_lease_write_ends_by_its_slot_or_by_close)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t size = 1 << 20;
+  for (const bool by_close : {false, true})
+  {
+    turnloop::loop l(ring_config(1, size));
+    buffer_pool& pool = asio::use_service<buffer_pool>(l);
+    connections c(l, 1);
+    c.servers[0]->set_option(asio::socket_base::send_buffer_size(4096));
+    c.clients[0]->set_option(asio::socket_base::receive_buffer_size(4096));
+    c.servers[0]->non_blocking(true);
+    asio::cancellation_signal signal;
+    error_code got;
+    std::size_t written = size;
+    bool done = false;
+    asio::post(l, [&] {
+      buffer_lease lease = pool.try_lease();
+      std::memset(lease.storage().data(), 'w', size);
+      lease.resize(size);
+      turnloop::async_write_lease(*c.servers[0], std::move(lease),
+          asio::bind_cancellation_slot(signal.slot(),
+            [&](error_code ec, std::size_t n) {
+              got = ec;
+              written = n;
+              done = true;
+            }));
+    });
+    // The socket's buffers fill; the rest of the send waits in the kernel.
+    for (int i = 0; i != 20; ++i)
+      l.poll();
+    BOOST_TEST(!done);
+    BOOST_TEST(pool.stats().leased == 1u);
+    if (by_close)
+      c.servers[0]->close();
+    else
+      signal.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(test::run_until(l, [&] { return done; }));
+    BOOST_TEST((got == asio::error::operation_aborted), "by close: " << by_close
+        << ", " << got.message());
+    BOOST_TEST(written < size);
+    BOOST_TEST(pool.stats().leased == 0u);
+  }
+}
+
+// Data that finds the ring empty with the pool at its ceiling waits for a
+// lease to come back, then arrives whole: one buffer, two connections, the
+// first read's lease held while the second connection's data arrives.
+BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(1, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 2);
+  buffer_lease held;
+  std::string second;
+  bool first_done = false, second_done = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      held = std::move(lease);
+      first_done = true;
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("first", 5));
+  BOOST_TEST(test::run_until(l, [&] { return first_done; }));
+  BOOST_TEST(pool.stats().leased == 1u);
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      second.assign(static_cast<const char*>(lease.data().data()),
+          lease.size());
+      second_done = true;
+    });
+  });
+  asio::write(*c.clients[1], asio::buffer("second", 6));
+  BOOST_TEST(test::run_until(l, [&] { return pool.stats().waiting == 1u; }));
+  BOOST_TEST(!second_done);
+  BOOST_TEST(pool.stats().minted == 1u);
+  held = buffer_lease();
+  BOOST_TEST(test::run_until(l, [&] { return second_done; }));
+  BOOST_TEST(second == "second");
+  BOOST_TEST(pool.stats().waits >= 1u);
   BOOST_TEST(pool.stats().leased == 0u);
 }
