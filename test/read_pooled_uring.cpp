@@ -743,3 +743,45 @@ BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
   BOOST_TEST(pool.stats().waits >= 1u);
   BOOST_TEST(pool.stats().leased == 0u);
 }
+
+// An operation started and its socket closed in the same turn never reaches
+// the kernel: closing frees the descriptor's number, which the next socket
+// takes at once, and the entry still queued for the next submission must
+// not then write to that other connection. Here the new connection's client
+// takes the number; its server must receive nothing.
+BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(2, 4096));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket reuse_client(l);
+  tcp::socket reuse_server(l);
+  int closed_fd = -1;
+  error_code got;
+  bool done = false;
+  asio::post(l, [&] {
+    buffer_lease lease = pool.try_lease();
+    std::memset(lease.storage().data(), 'L', 64);
+    lease.resize(64);
+    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+        [&](error_code ec, std::size_t) {
+          got = ec;
+          done = true;
+        });
+    closed_fd = c.servers[0]->native_handle();
+    c.servers[0]->close();
+    reuse_client.open(tcp::v4());
+    reuse_client.connect(acceptor.local_endpoint());
+    acceptor.accept(reuse_server);
+  });
+  BOOST_TEST(test::run_until(l, [&] { return done; }));
+  BOOST_TEST_REQUIRE(reuse_client.native_handle() == closed_fd);
+  BOOST_TEST((got == asio::error::operation_aborted), got.message());
+  // Whatever the kernel was given has been done by now: the write's
+  // completion came after the submission that carried it.
+  BOOST_TEST(reuse_server.available() == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+}

@@ -136,10 +136,13 @@ public:
   TURNLOOP_DECL void forget_watch(uring_op& op) noexcept;
 
   /// The operation's completion arrived: stops watching for it, if close()
-  /// or cancel() has not ended the watch already. @p data is the socket's
-  /// registration now, which close() may have cleared.
+  /// or cancel() has not ended the watch already. @p state is the socket's
+  /// registration as it was when the operation started (the reactor keeps
+  /// a registration's memory for its own life, so it is safe to name even
+  /// once the socket is gone; it is used only while the watch is queued
+  /// there, which close() would have ended).
   TURNLOOP_DECL void unwatch(uring_op& op, int fd,
-      epoll_reactor::per_descriptor_data& data) noexcept;
+      epoll_reactor::per_descriptor_data state) noexcept;
 
   /// Submits a receive into a buffer from the ring, in the turn's batch.
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
@@ -197,6 +200,13 @@ private:
   TURNLOOP_DECL ~pool_ring();
 
   TURNLOOP_DECL void reap(op_queue& ops) noexcept;
+
+  // The ring's withdraw_function: an entry whose operation has been aborted
+  // (a cancellation slot) or whose socket has been closed or cancelled
+  // (its watcher aborted) since it was queued does not go to the kernel.
+  // Closing frees the descriptor's number for the next socket, which the
+  // entry would otherwise read from or write to.
+  TURNLOOP_DECL static bool withdrawn(std::uint64_t user_data) noexcept;
   TURNLOOP_DECL void watch_fired(uring_watch& w) noexcept;
   TURNLOOP_DECL void recycle(uring_watch* w) noexcept;
 

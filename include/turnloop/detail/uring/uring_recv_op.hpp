@@ -75,7 +75,7 @@ private:
       handler_(std::move(handler)),
       ring_(ring),
       fd_(fd),
-      data_(&data)
+      state_(data)
   {
   }
 
@@ -114,7 +114,7 @@ private:
         break;
       }
     }
-    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    o->ring_.unwatch(*o, o->fd_, o->state_);
     o->handler_.get_cancellation_slot().clear();
 
     std::size_t n = 0;
@@ -141,7 +141,7 @@ private:
   Handler handler_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data* data_;
+  epoll_reactor::per_descriptor_data state_; // the socket's registration
 };
 
 } // namespace detail

@@ -64,7 +64,7 @@ private:
       lease_(std::move(lease)),
       ring_(ring),
       fd_(fd),
-      data_(&data)
+      state_(data)
   {
   }
 
@@ -99,12 +99,13 @@ private:
         return;
       }
       if (o->written_ < o->lease_.size())
-        ec = res == 0 ? boost::system::error_code(boost::asio::error::eof)
+        ec = res == 0 && !o->aborted_
+          ? boost::system::error_code(boost::asio::error::eof)
           : boost::system::error_code(boost::asio::error::operation_aborted);
     }
     else
       ec = uring_error(res, false);
-    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    o->ring_.unwatch(*o, o->fd_, o->state_);
     boost::asio::get_associated_cancellation_slot(o->delivery_).clear();
 
     // The buffer goes back first, then the operation's memory, then the
@@ -121,7 +122,7 @@ private:
   buffer_lease lease_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data* data_;
+  epoll_reactor::per_descriptor_data state_; // the socket's registration
   std::size_t written_ = 0;
 };
 
