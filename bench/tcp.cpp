@@ -379,12 +379,25 @@ double percentile_us(std::vector<std::int64_t>& samples, double fraction)
 
 // One connection, one 64-byte message in flight. The median and the 99th
 // percentile come from the per-round-trip samples of this run.
+// With `pooled`, turnloop's server reads with async_read_pooled and writes
+// the lease back (the io_context sides run the stock server).
 struct ping_pong
 {
   bool client_on_own_thread;
+  bool pooled = false;
 
   template <typename Maker>
   bench::result operator()(const Maker& make, const bench::options& o,
+      bench::region& r) const
+  {
+    if constexpr (bench::is_turnloop<Maker>)
+      if (pooled)
+        return run<pooled_echo_session>(make, o, r);
+    return run<echo_session>(make, o, r);
+  }
+
+  template <typename Session, typename Maker>
+  bench::result run(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
     const std::uint64_t n = o.number("round_trips", 100'000);
@@ -395,7 +408,7 @@ struct ping_pong
     auto& cctx = client_on_own_thread ? *client_ctx : *server_ctx;
 
     connected_pairs pair(*server_ctx, cctx, 1);
-    echo_session server(pair.servers[0], size);
+    Session server(pair.servers[0], size);
     client_fleet fleet(1, warmup, r);
     echo_client client(pair.clients[0], size, warmup + n, fleet);
     client.record_round_trips();
@@ -422,7 +435,9 @@ struct ping_pong
       {"round_trip_p99_us", percentile_us(samples, 0.99)}};
     res.details = {{"round_trips_per_s", double(n) / r.seconds()}};
     res.checked = std::to_string(warmup + n) + " echoes of "
-      + std::to_string(size) + " bytes matched";
+      + std::to_string(size) + " bytes matched"
+      + (std::is_same_v<Session, pooled_echo_session>
+          ? ", server reading with pooled reads" : "");
     bench::add_loop_stats(res, *server_ctx);
     return res;
   }
@@ -980,6 +995,7 @@ int main(int argc, char** argv)
   return bench::run_program(argc, argv, {
     {"ping_pong", bench::on_each_side(ping_pong{false})},
     {"ping_pong_threads", bench::on_each_side(ping_pong{true})},
+    {"ping_pong_pooled", bench::on_each_side(ping_pong{false, true})},
     {"echo", bench::on_each_side(echo{false})},
     {"echo_pooled", bench::on_each_side(echo{true})},
     {"accept_churn", bench::on_each_side(accept_churn{})},

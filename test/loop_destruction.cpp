@@ -6,6 +6,7 @@
 //
 
 #include <turnloop/loop.hpp>
+#include <turnloop/detail/loop_of.hpp>
 
 #define BOOST_TEST_MODULE loop_destruction
 #include <boost/test/unit_test.hpp>
@@ -20,7 +21,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -224,3 +227,25 @@ BOOST_AUTO_TEST_CASE(a_loop_that_threw_out_of_run_destroys_cleanly)
   BOOST_TEST(t->ran == 0);
   BOOST_TEST(t.use_count() == 1);
 }
+
+// The services reached through a plain execution_context (accepts, pooled
+// reads, blocking jobs on a polymorphic executor) recognise a loop by
+// detail::loop_of, which each thread remembers. A loop destroyed, and an
+// io_context made in its memory, is not taken for the loop.
+BOOST_AUTO_TEST_CASE(a_context_made_where_a_loop_was_is_not_taken_for_it)
+{
+  void* memory = ::operator new(std::max(sizeof(turnloop::loop),
+        sizeof(boost::asio::io_context)));
+  auto* l = new (memory) turnloop::loop;
+  BOOST_TEST(turnloop::detail::loop_of(*l) == l);
+  BOOST_TEST(turnloop::detail::loop_of(*l) == l);
+  l->~loop();
+  auto* ioc = new (memory) boost::asio::io_context;
+  {
+    boost::asio::steady_timer timer(*ioc); // a reactor, but Asio's own
+    BOOST_TEST(turnloop::detail::loop_of(*ioc) == nullptr);
+  }
+  ioc->~io_context();
+  ::operator delete(memory);
+}
+

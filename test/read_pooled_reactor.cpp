@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "pooled_echo.hpp"
 #include "support.hpp"
 
 namespace {
@@ -65,156 +66,9 @@ turnloop::config pool_config(std::size_t buffers, std::size_t size)
   return c;
 }
 
-// Server side of one connection: reads pooled, writes the lease back.
-class echo_session
-{
-public:
-  explicit echo_session(tcp::socket& s)
-    : socket_(s)
-  {
-  }
-
-  void start()
-  {
-    turnloop::async_read_pooled(socket_, [this](error_code ec,
-          buffer_lease lease) {
-      if (ec)
-      {
-        ended_with_ = ec;
-        return;
-      }
-      ++reads_;
-      const asio::const_buffer bytes = lease.data();
-      asio::async_write(socket_, bytes,
-          [this, lease = std::move(lease)](error_code ec, std::size_t) {
-            if (!ec)
-              start();
-          });
-    });
-  }
-
-  long reads() const noexcept
-  {
-    return reads_;
-  }
-
-  error_code ended_with() const noexcept
-  {
-    return ended_with_;
-  }
-
-private:
-  tcp::socket& socket_;
-  long reads_ = 0;
-  error_code ended_with_;
-};
-
-// Client side: writes @p rounds messages of varying length and content, each
-// after the previous one came back, checking every byte.
-class echo_client
-{
-public:
-  echo_client(tcp::socket& s, int rounds, std::uint32_t seed,
-      std::size_t longest)
-    : socket_(s),
-      rounds_(rounds),
-      seed_(seed),
-      out_(longest),
-      in_(longest)
-  {
-  }
-
-  void start()
-  {
-    if (done_ == mark_at_)
-      marked_ = modifications.load();
-    if (done_ == rounds_)
-    {
-      socket_.shutdown(tcp::socket::shutdown_send);
-      return;
-    }
-    length_ = 1 + next() % out_.size();
-    for (std::size_t i = 0; i != length_; ++i)
-      out_[i] = static_cast<char>(next());
-    asio::async_write(socket_, asio::buffer(out_.data(), length_),
-        [this](error_code ec, std::size_t) {
-          if (ec)
-            return;
-          asio::async_read(socket_, asio::buffer(in_.data(), length_),
-              [this](error_code ec, std::size_t) {
-                if (ec)
-                  return;
-                for (std::size_t i = 0; i != length_; ++i)
-                  if (in_[i] != out_[i])
-                    ++mismatches_;
-                ++done_;
-                start();
-              });
-        });
-  }
-
-  int done() const noexcept
-  {
-    return done_;
-  }
-
-  long mismatches() const noexcept
-  {
-    return mismatches_;
-  }
-
-  /// Records the count of modifications when round @p round begins.
-  void mark_at(int round) noexcept
-  {
-    mark_at_ = round;
-  }
-
-  long marked() const noexcept
-  {
-    return marked_;
-  }
-
-private:
-  std::uint32_t next() noexcept
-  {
-    seed_ = seed_ * 1664525u + 1013904223u;
-    return seed_ >> 8;
-  }
-
-  tcp::socket& socket_;
-  int rounds_;
-  std::uint32_t seed_;
-  std::vector<char> out_;
-  std::vector<char> in_;
-  std::size_t length_ = 0;
-  int done_ = 0;
-  long mismatches_ = 0;
-  int mark_at_ = -1;
-  long marked_ = 0;
-};
-
-// Connected pairs on one loop.
-struct connections
-{
-  connections(turnloop::loop& l, std::size_t n)
-  {
-    tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
-    for (std::size_t i = 0; i != n; ++i)
-    {
-      clients.push_back(std::make_unique<tcp::socket>(l));
-      servers.push_back(std::make_unique<tcp::socket>(l));
-      clients.back()->connect(acceptor.local_endpoint());
-      acceptor.accept(*servers.back());
-      // Without Nagle's delays: a message longer than a buffer is echoed
-      // in pieces.
-      clients.back()->set_option(tcp::no_delay(true));
-      servers.back()->set_option(tcp::no_delay(true));
-    }
-  }
-
-  std::vector<std::unique_ptr<tcp::socket>> servers;
-  std::vector<std::unique_ptr<tcp::socket>> clients;
-};
+using test::connections;
+using test::echo_client;
+using echo_session = test::pooled_echo_session;
 
 } // namespace
 
@@ -242,7 +96,8 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_waiting_for_data_does_not_rearm_its_socket)
   connections c(l, 1);
   echo_session server(*c.servers[0]);
   echo_client client(*c.clients[0], warm_up + rounds, 1, 1024);
-  client.mark_at(warm_up);
+  long marked = 0;
+  client.at_round(warm_up, [&] { marked = modifications.load(); });
   server.start();
   client.start();
   l.run();
@@ -250,7 +105,7 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_waiting_for_data_does_not_rearm_its_socket)
   BOOST_TEST(client.done() == warm_up + rounds);
   BOOST_TEST(client.mismatches() == 0);
   BOOST_TEST(server.ended_with() == asio::error::eof);
-  BOOST_TEST(after - client.marked() <= 2);
+  BOOST_TEST(after - marked <= 2);
   BOOST_TEST(pool.stats().leased == 0u);
 }
 

@@ -35,9 +35,12 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "pooled_echo.hpp"
 #include "support.hpp"
 
 namespace asio = boost::asio;
@@ -70,107 +73,9 @@ bool skipped()
   return false;
 }
 
-struct connections
-{
-  connections(turnloop::loop& l, std::size_t n)
-  {
-    tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
-    for (std::size_t i = 0; i != n; ++i)
-    {
-      clients.push_back(std::make_unique<tcp::socket>(l));
-      servers.push_back(std::make_unique<tcp::socket>(l));
-      clients.back()->connect(acceptor.local_endpoint());
-      acceptor.accept(*servers.back());
-      clients.back()->set_option(tcp::no_delay(true));
-      servers.back()->set_option(tcp::no_delay(true));
-    }
-  }
-
-  std::vector<std::unique_ptr<tcp::socket>> servers;
-  std::vector<std::unique_ptr<tcp::socket>> clients;
-};
-
-// Server side: reads pooled, writes the lease back, until an error.
-struct echo_session
-{
-  explicit echo_session(tcp::socket& s) : socket(s) {}
-
-  void start()
-  {
-    turnloop::async_read_pooled(socket, [this](error_code ec,
-          buffer_lease lease) {
-      if (ec)
-      {
-        ended_with = ec;
-        return;
-      }
-      ++reads;
-      const asio::const_buffer bytes = lease.data();
-      asio::async_write(socket, bytes,
-          [this, lease = std::move(lease)](error_code ec, std::size_t) {
-            if (!ec)
-              start();
-          });
-    });
-  }
-
-  tcp::socket& socket;
-  long reads = 0;
-  error_code ended_with;
-};
-
-// Client side: @p rounds messages of varying length and content, each after
-// the previous one came back whole, every byte checked.
-struct echo_client
-{
-  echo_client(tcp::socket& s, int rounds, std::uint32_t seed,
-      std::size_t longest)
-    : socket(s), rounds(rounds), seed(seed), out(longest), in(longest)
-  {
-  }
-
-  std::uint32_t next()
-  {
-    seed = seed * 1664525u + 1013904223u;
-    return seed >> 8;
-  }
-
-  void start()
-  {
-    if (done == rounds)
-    {
-      socket.shutdown(tcp::socket::shutdown_send);
-      return;
-    }
-    length = 1 + next() % out.size();
-    for (std::size_t i = 0; i != length; ++i)
-      out[i] = static_cast<char>(next());
-    asio::async_write(socket, asio::buffer(out.data(), length),
-        [this](error_code ec, std::size_t) {
-          if (ec)
-            return;
-          asio::async_read(socket, asio::buffer(in.data(), length),
-              [this](error_code ec, std::size_t n) {
-                if (ec || n != length)
-                  return;
-                for (std::size_t i = 0; i != length; ++i)
-                  if (in[i] != out[i])
-                    ++mismatches;
-                ++done;
-                start();
-              });
-        });
-  }
-
-  tcp::socket& socket;
-  int rounds;
-  std::uint32_t seed;
-  std::vector<char> out;
-  std::vector<char> in;
-  std::size_t length = 0;
-  int done = 0;
-  int mismatches = 0;
-};
+using test::connections;
+using test::echo_client;
+using echo_session = test::pooled_echo_session;
 
 int refuse_with_eperm() noexcept
 {
@@ -246,15 +151,15 @@ BOOST_AUTO_TEST_CASE(many_connections_echo_byte_exact_through_the_ring)
   });
   BOOST_TEST(test::run_until(l, [&] {
     for (auto& s : servers)
-      if (!s->ended_with)
+      if (!s->ended_with())
         return false;
     return servers.size() == count;
   }));
   for (std::size_t i = 0; i != count; ++i)
   {
-    BOOST_TEST(clients[i]->done == rounds);
-    BOOST_TEST(clients[i]->mismatches == 0);
-    BOOST_TEST(servers[i]->ended_with == asio::error::eof);
+    BOOST_TEST(clients[i]->done() == rounds);
+    BOOST_TEST(clients[i]->mismatches() == 0);
+    BOOST_TEST(servers[i]->ended_with() == asio::error::eof);
   }
   const turnloop::buffer_pool_stats s = pool.stats();
   BOOST_TEST((s.path == io_path::io_uring));
@@ -452,6 +357,44 @@ BOOST_AUTO_TEST_CASE(receives_in_flight_die_with_their_loop)
   BOOST_TEST(ran <= 1);
 }
 
+// stats() names the path the pool chose even once the ring has gone at
+// shutdown: asked from the destructor of a receive's handler, which the
+// ring's teardown destroys unrun.
+BOOST_AUTO_TEST_CASE(stats_name_the_path_after_the_ring_has_gone)
+{
+  if (skipped())
+    return;
+  struct records_path_when_destroyed
+  {
+    turnloop::loop* l;
+    io_path* seen;
+    records_path_when_destroyed(turnloop::loop& l, io_path& seen)
+      : l(&l), seen(&seen) {}
+    records_path_when_destroyed(records_path_when_destroyed&& o) noexcept
+      : l(std::exchange(o.l, nullptr)), seen(o.seen) {}
+    ~records_path_when_destroyed()
+    {
+      if (l)
+        *seen = asio::use_service<buffer_pool>(*l).stats().path;
+    }
+    void operator()(error_code, buffer_lease) {}
+  };
+  io_path seen = io_path::automatic;
+  {
+    turnloop::loop l(ring_config(4, 256));
+    connections c(l, 1);
+    asio::post(l, [&] {
+      turnloop::async_read_pooled(*c.servers[0],
+          records_path_when_destroyed(l, seen));
+    });
+    BOOST_TEST(test::run_until(l, [&] {
+      return asio::use_service<buffer_pool>(l).stats().path
+        == io_path::io_uring;
+    }));
+  }
+  BOOST_TEST((seen == io_path::io_uring));
+}
+
 // Leases released on other threads while receives wait in the kernel come
 // back to the loop (and to the ring), none lost.
 BOOST_AUTO_TEST_CASE(leases_released_on_other_threads_return_to_the_ring,
@@ -582,39 +525,25 @@ BOOST_AUTO_TEST_CASE(writing_leases_back_echoes_through_the_ring)
   turnloop::loop l(ring_config(8, 512));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, count);
-  struct lease_echo
-  {
-    tcp::socket& socket;
-    error_code ended_with;
-    long writes = 0;
-    void start()
-    {
-      turnloop::async_read_pooled(socket, [this](error_code ec,
-            buffer_lease lease) {
-        if (ec)
-        {
-          ended_with = ec;
-          return;
-        }
-        const std::size_t size = lease.size();
-        turnloop::async_write_lease(socket, std::move(lease),
-            [this, size](error_code ec, std::size_t n) {
-              BOOST_TEST(!ec);
-              BOOST_TEST(n == size);
-              ++writes;
-              if (!ec)
-                start();
-            });
-      });
-    }
+  long writes = 0;
+  auto write_lease = [&](tcp::socket& socket, buffer_lease lease,
+      std::function<void(error_code)> next) {
+    const std::size_t size = lease.size();
+    turnloop::async_write_lease(socket, std::move(lease),
+        [&writes, size, next](error_code ec, std::size_t n) {
+          BOOST_TEST(!ec);
+          BOOST_TEST(n == size);
+          ++writes;
+          next(ec);
+        });
   };
-  std::vector<std::unique_ptr<lease_echo>> servers;
+  std::vector<std::unique_ptr<echo_session>> servers;
   std::vector<std::unique_ptr<echo_client>> clients;
   asio::post(l, [&] {
     for (std::size_t i = 0; i != count; ++i)
     {
-      servers.push_back(std::make_unique<lease_echo>(
-            lease_echo{*c.servers[i], {}, 0}));
+      servers.push_back(std::make_unique<echo_session>(*c.servers[i],
+            write_lease));
       clients.push_back(std::make_unique<echo_client>(*c.clients[i], rounds,
             static_cast<std::uint32_t>(i + 11), 1500));
       servers.back()->start();
@@ -623,16 +552,17 @@ BOOST_AUTO_TEST_CASE(writing_leases_back_echoes_through_the_ring)
   });
   BOOST_TEST(test::run_until(l, [&] {
     for (auto& s : servers)
-      if (!s->ended_with)
+      if (!s->ended_with())
         return false;
     return servers.size() == count;
   }));
   for (std::size_t i = 0; i != count; ++i)
   {
-    BOOST_TEST(clients[i]->done == rounds);
-    BOOST_TEST(clients[i]->mismatches == 0);
-    BOOST_TEST(servers[i]->ended_with == asio::error::eof);
+    BOOST_TEST(clients[i]->done() == rounds);
+    BOOST_TEST(clients[i]->mismatches() == 0);
+    BOOST_TEST(servers[i]->ended_with() == asio::error::eof);
   }
+  BOOST_TEST(writes >= static_cast<long>(count) * rounds);
   BOOST_TEST(pool.stats().leased == 0u);
   BOOST_TEST(pool.stats().minted <= 8u);
 }
@@ -667,5 +597,191 @@ BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
   BOOST_TEST(test::run_until(l, [&] { return !!got; }));
   BOOST_TEST((got == asio::error::connection_reset
         || got == asio::error::broken_pipe));
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// A send the socket takes only in part goes on from where it stopped: a
+// 1 MiB lease through a non-blocking socket with small buffers arrives
+// whole and in order.
+BOOST_AUTO_TEST_CASE(a_short_send_goes_on_from_where_it_stopped)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t size = 1 << 20;
+  turnloop::loop l(ring_config(1, size));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  c.servers[0]->set_option(asio::socket_base::send_buffer_size(4096));
+  c.clients[0]->set_option(asio::socket_base::receive_buffer_size(4096));
+  c.servers[0]->non_blocking(true);
+  std::vector<char> in(size);
+  error_code wrote, read;
+  std::size_t written = 0, received = 0;
+  bool write_done = false, read_done = false;
+  asio::post(l, [&] {
+    buffer_lease lease = pool.try_lease();
+    auto* bytes = static_cast<unsigned char*>(lease.storage().data());
+    for (std::size_t i = 0; i != size; ++i)
+      bytes[i] = static_cast<unsigned char>(i * 7 + i / 4096);
+    lease.resize(size);
+    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+        [&](error_code ec, std::size_t n) {
+          wrote = ec;
+          written = n;
+          write_done = true;
+        });
+    asio::async_read(*c.clients[0], asio::buffer(in),
+        [&](error_code ec, std::size_t n) {
+          read = ec;
+          received = n;
+          read_done = true;
+        });
+  });
+  BOOST_TEST(test::run_until(l, [&] { return write_done && read_done; }));
+  BOOST_TEST(!wrote);
+  BOOST_TEST(written == size);
+  BOOST_TEST(!read);
+  BOOST_TEST(received == size);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i != size; ++i)
+    if (static_cast<unsigned char>(in[i])
+        != static_cast<unsigned char>(i * 7 + i / 4096))
+      ++wrong;
+  BOOST_TEST(wrong == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// A lease write stuck on a peer that does not read ends with
+// operation_aborted when its cancellation slot is emitted, and when the
+// socket is closed; either way its buffer goes back.
+BOOST_AUTO_TEST_CASE(a_stuck_lease_write_ends_by_its_slot_or_by_close)
+{
+  if (skipped())
+    return;
+  constexpr std::size_t size = 1 << 20;
+  for (const bool by_close : {false, true})
+  {
+    turnloop::loop l(ring_config(1, size));
+    buffer_pool& pool = asio::use_service<buffer_pool>(l);
+    connections c(l, 1);
+    c.servers[0]->set_option(asio::socket_base::send_buffer_size(4096));
+    c.clients[0]->set_option(asio::socket_base::receive_buffer_size(4096));
+    c.servers[0]->non_blocking(true);
+    asio::cancellation_signal signal;
+    error_code got;
+    std::size_t written = size;
+    bool done = false;
+    asio::post(l, [&] {
+      buffer_lease lease = pool.try_lease();
+      std::memset(lease.storage().data(), 'w', size);
+      lease.resize(size);
+      turnloop::async_write_lease(*c.servers[0], std::move(lease),
+          asio::bind_cancellation_slot(signal.slot(),
+            [&](error_code ec, std::size_t n) {
+              got = ec;
+              written = n;
+              done = true;
+            }));
+    });
+    // The socket's buffers fill; the rest of the send waits in the kernel.
+    for (int i = 0; i != 20; ++i)
+      l.poll();
+    BOOST_TEST(!done);
+    BOOST_TEST(pool.stats().leased == 1u);
+    if (by_close)
+      c.servers[0]->close();
+    else
+      signal.emit(asio::cancellation_type::terminal);
+    BOOST_TEST(test::run_until(l, [&] { return done; }));
+    BOOST_TEST((got == asio::error::operation_aborted), "by close: " << by_close
+        << ", " << got.message());
+    BOOST_TEST(written < size);
+    BOOST_TEST(pool.stats().leased == 0u);
+  }
+}
+
+// Data that finds the ring empty with the pool at its ceiling waits for a
+// lease to come back, then arrives whole: one buffer, two connections, the
+// first read's lease held while the second connection's data arrives.
+BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(1, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 2);
+  buffer_lease held;
+  std::string second;
+  bool first_done = false, second_done = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      held = std::move(lease);
+      first_done = true;
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("first", 5));
+  BOOST_TEST(test::run_until(l, [&] { return first_done; }));
+  BOOST_TEST(pool.stats().leased == 1u);
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      second.assign(static_cast<const char*>(lease.data().data()),
+          lease.size());
+      second_done = true;
+    });
+  });
+  asio::write(*c.clients[1], asio::buffer("second", 6));
+  BOOST_TEST(test::run_until(l, [&] { return pool.stats().waiting == 1u; }));
+  BOOST_TEST(!second_done);
+  BOOST_TEST(pool.stats().minted == 1u);
+  held = buffer_lease();
+  BOOST_TEST(test::run_until(l, [&] { return second_done; }));
+  BOOST_TEST(second == "second");
+  BOOST_TEST(pool.stats().waits >= 1u);
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// An operation started and its socket closed in the same turn never reaches
+// the kernel: closing frees the descriptor's number, which the next socket
+// takes at once, and the entry still queued for the next submission must
+// not then write to that other connection. Here the new connection's client
+// takes the number; its server must receive nothing.
+BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(2, 4096));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket reuse_client(l);
+  tcp::socket reuse_server(l);
+  int closed_fd = -1;
+  error_code got;
+  bool done = false;
+  asio::post(l, [&] {
+    buffer_lease lease = pool.try_lease();
+    std::memset(lease.storage().data(), 'L', 64);
+    lease.resize(64);
+    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+        [&](error_code ec, std::size_t) {
+          got = ec;
+          done = true;
+        });
+    closed_fd = c.servers[0]->native_handle();
+    c.servers[0]->close();
+    reuse_client.open(tcp::v4());
+    reuse_client.connect(acceptor.local_endpoint());
+    acceptor.accept(reuse_server);
+  });
+  BOOST_TEST(test::run_until(l, [&] { return done; }));
+  BOOST_TEST_REQUIRE(reuse_client.native_handle() == closed_fd);
+  BOOST_TEST((got == asio::error::operation_aborted), got.message());
+  // Whatever the kernel was given has been done by now: the write's
+  // completion came after the submission that carried it.
+  BOOST_TEST(reuse_server.available() == 0u);
   BOOST_TEST(pool.stats().leased == 0u);
 }

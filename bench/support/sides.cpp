@@ -67,6 +67,8 @@ std::optional<turnloop::config> config_named(std::string_view name)
     c.pooled_io = turnloop::io_path::epoll;
   else if (name == "pooled_io_uring")
     c.pooled_io = turnloop::io_path::io_uring;
+  else if (name == "net_io_uring")
+    c.pooled_io = turnloop::io_path::io_uring;
   else if (name == "net_post_capacity_1")
     c.post_capacity = 1;
   else if (name == "net_all_minimised")

@@ -253,7 +253,9 @@ private:
   std::size_t waiting_ = 0;
   std::uint64_t waits_ = 0;
   bool in_turns_ = false; // registered as one of the loop's turn sources
-  bool path_decided_ = false; // ring_for_sockets() has chosen
+  // The path ring_for_sockets() chose (automatic until it has), kept after
+  // the ring goes at shutdown so that stats() still says which it was.
+  io_path path_ = io_path::automatic;
   detail::pool_ring* ring_ = nullptr;
   int ring_error_ = 0;
   std::atomic<std::uint64_t> refusals_{0};

@@ -14,6 +14,9 @@
 
 #include <boost/asio/execution_context.hpp>
 
+#include <atomic>
+#include <cstdint>
+
 namespace turnloop {
 
 class loop;
@@ -21,8 +24,15 @@ class loop;
 namespace detail {
 
 /// The loop @p ctx is, or nullptr if it is another kind of context. Creates
-/// no service in a context that is not a loop.
+/// no service in a context that is not a loop. Each thread remembers the
+/// last loop it found, so that asking again for it costs a comparison (an
+/// accept, a blocking job or a pooled read on a polymorphic executor asks
+/// every time).
 TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx);
+
+/// Counts loops that have begun to be destroyed: a thread's remembered loop
+/// is trusted only while the count is what it was when it was remembered.
+TURNLOOP_DECL std::atomic<std::uint64_t>& loops_ended() noexcept;
 
 } // namespace detail
 } // namespace turnloop

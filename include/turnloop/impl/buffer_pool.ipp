@@ -177,13 +177,15 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
 
 TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets() noexcept
 {
-  if (path_decided_)
+  if (path_ != io_path::automatic)
     return ring_;
-  path_decided_ = true;
+  path_ = io_path::epoll;
   if (core_.get_config().pooled_io == io_path::epoll || capacity_ == 0)
     return nullptr;
   ring_ = detail::pool_ring::create(core_, *store_, capacity_, buffer_size_,
       ring_error_);
+  if (ring_)
+    path_ = io_path::io_uring;
   return ring_;
 }
 
@@ -346,8 +348,7 @@ TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
   s.waiting = waiting_;
   s.waits = waits_;
   s.refusals = refusals_.load(std::memory_order_relaxed);
-  if (path_decided_)
-    s.path = ring_ ? io_path::io_uring : io_path::epoll;
+  s.path = path_;
   s.io_uring_error = ring_error_;
   if (store_)
     s.in_ring = store_->in_ring();

@@ -6,6 +6,7 @@
 #define TURNLOOP_IMPL_LOOP_IPP
 
 #include <turnloop/loop.hpp>
+#include <turnloop/detail/loop_of.hpp>
 #include <turnloop/detail/service_stats.hpp>
 
 // The services' bodies, for header-only mode: a header of theirs may be the
@@ -71,6 +72,10 @@ TURNLOOP_DECL loop::loop(user_asio_config_ptr user,
 
 TURNLOOP_DECL loop::~loop()
 {
+  // Threads that remember this loop (or its pool) forget it: before
+  // anything goes, and again once its services have gone, for what a
+  // destructor run in between remembered.
+  detail::loops_ended().fetch_add(1, std::memory_order_release);
   // Pending operations hold executors that call back into core_, and
   // destroying a suspended coroutine posts its frames back to its executor:
   // so shut every service down and drain while core_ is alive.
@@ -78,6 +83,7 @@ TURNLOOP_DECL loop::~loop()
   core_.drain();
   destroy();
   core_.services_destroyed();
+  detail::loops_ended().fetch_add(1, std::memory_order_release);
 }
 
 TURNLOOP_DECL loop::count_type loop::run()

@@ -33,6 +33,7 @@
 #include <turnloop/detail/engine/reactor_hook.hpp>
 #include <turnloop/detail/uring/uring_ring.hpp>
 
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 #include <boost/asio/detail/scheduler_operation.hpp>
@@ -120,26 +121,28 @@ public:
   /// the hook. Then deletes itself.
   TURNLOOP_DECL void destroy() noexcept;
 
-  /// A watcher for an operation about to start.
-  /// @throws std::bad_alloc if none is free and none can be made.
-  TURNLOOP_DECL uring_watch* take_watch();
-
-  /// Returns a watcher taken for an operation that did not start.
-  TURNLOOP_DECL void give_back_watch(uring_watch* w) noexcept;
-
-  /// Watches @p fd's registration for @p op with @p w.
-  TURNLOOP_DECL void watch(uring_op& op, uring_watch* w, int fd,
-      epoll_reactor::per_descriptor_data& data) noexcept;
+  /// What starting any io_uring operation takes, before it is submitted:
+  /// a watcher, a canceller in @p slot if it is connected, then the
+  /// operation made at @p memory by @p construct (noexcept) and watched on
+  /// @p fd's registration @p data.
+  /// @returns the operation.
+  /// @throws std::bad_alloc, with nothing taken and nothing constructed.
+  template <typename Op, typename Slot, typename Construct>
+  Op* begin(Slot slot, void* memory, int fd,
+      epoll_reactor::per_descriptor_data& data, Construct construct);
 
   /// @p op is destroyed unrun: its watcher forgets it and stays queued
   /// until the socket or the reactor lets go.
   TURNLOOP_DECL void forget_watch(uring_op& op) noexcept;
 
   /// The operation's completion arrived: stops watching for it, if close()
-  /// or cancel() has not ended the watch already. @p data is the socket's
-  /// registration now, which close() may have cleared.
+  /// or cancel() has not ended the watch already. @p state is the socket's
+  /// registration as it was when the operation started (the reactor keeps
+  /// a registration's memory for its own life, so it is safe to name even
+  /// once the socket is gone; it is used only while the watch is queued
+  /// there, which close() would have ended).
   TURNLOOP_DECL void unwatch(uring_op& op, int fd,
-      epoll_reactor::per_descriptor_data& data) noexcept;
+      epoll_reactor::per_descriptor_data state) noexcept;
 
   /// Submits a receive into a buffer from the ring, in the turn's batch.
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
@@ -181,11 +184,29 @@ public:
 private:
   friend class uring_watch;
 
+  // A watcher for an operation about to start; std::bad_alloc if none is
+  // free and none can be made.
+  TURNLOOP_DECL uring_watch* take_watch();
+
+  // Returns a watcher taken for an operation that did not start.
+  TURNLOOP_DECL void give_back_watch(uring_watch* w) noexcept;
+
+  // Watches @p fd's registration for @p op with @p w.
+  TURNLOOP_DECL void watch(uring_op& op, uring_watch* w, int fd,
+      epoll_reactor::per_descriptor_data& data) noexcept;
+
   TURNLOOP_DECL pool_ring(loop_core& core, buffer_store& store,
       uring_ring* ring, std::size_t ceiling, std::size_t buffer_size) noexcept;
   TURNLOOP_DECL ~pool_ring();
 
   TURNLOOP_DECL void reap(op_queue& ops) noexcept;
+
+  // The ring's withdraw_function: an entry whose operation has been aborted
+  // (a cancellation slot) or whose socket has been closed or cancelled
+  // (its watcher aborted) since it was queued does not go to the kernel.
+  // Closing frees the descriptor's number for the next socket, which the
+  // entry would otherwise read from or write to.
+  TURNLOOP_DECL static bool withdrawn(std::uint64_t user_data) noexcept;
   TURNLOOP_DECL void watch_fired(uring_watch& w) noexcept;
   TURNLOOP_DECL void recycle(uring_watch* w) noexcept;
 
@@ -208,6 +229,51 @@ private:
   epoll_reactor::per_descriptor_data wake_data_ = nullptr;
   bool signalling_ = false;        // the eventfd is on, for a blocking wait
 };
+
+/// Installed in an io_uring operation's cancellation slot: any type asks
+/// the kernel to end it.
+class uring_cancellation
+{
+public:
+  uring_cancellation(pool_ring& ring, uring_op* op) noexcept
+    : ring_(&ring),
+      op_(op)
+  {
+  }
+
+  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  {
+    if (type != boost::asio::cancellation_type::none)
+      ring_->abort(*op_);
+  }
+
+private:
+  pool_ring* ring_;
+  uring_op* op_;
+};
+
+template <typename Op, typename Slot, typename Construct>
+Op* pool_ring::begin(Slot slot, void* memory, int fd,
+    epoll_reactor::per_descriptor_data& data, Construct construct)
+{
+  uring_watch* w = take_watch();
+  if (slot.is_connected())
+  {
+    try
+    {
+      slot.template emplace<uring_cancellation>(*this,
+          static_cast<uring_op*>(static_cast<Op*>(memory)));
+    }
+    catch (...)
+    {
+      give_back_watch(w);
+      throw;
+    }
+  }
+  Op* op = construct(memory);
+  watch(*op, w, fd, data);
+  return op;
+}
 
 inline void uring_op::forget_watch() noexcept
 {

@@ -24,7 +24,6 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/detail/handler_alloc_helpers.hpp>
 #include <boost/asio/detail/memory.hpp>
@@ -34,28 +33,6 @@
 
 namespace turnloop {
 namespace detail {
-
-/// Installed in an io_uring operation's cancellation slot: any type asks
-/// the kernel to end it.
-class uring_cancellation
-{
-public:
-  uring_cancellation(pool_ring& ring, uring_op* op) noexcept
-    : ring_(&ring),
-      op_(op)
-  {
-  }
-
-  void operator()(boost::asio::cancellation_type_t type) const noexcept
-  {
-    if (type != boost::asio::cancellation_type::none)
-      ring_->abort(*op_);
-  }
-
-private:
-  pool_ring* ring_;
-  uring_op* op_;
-};
 
 /// The error an io_uring completion's result stands for.
 inline boost::system::error_code uring_error(int res, bool aborted) noexcept
@@ -80,25 +57,13 @@ public:
   static void start(Handler&& handler, pool_ring& ring, int fd,
       epoll_reactor::per_descriptor_data& data, bool poll_first)
   {
-    auto slot = handler.get_cancellation_slot();
     ptr p = { boost::asio::detail::addressof(handler),
       ptr::allocate(handler), 0 };
-    uring_watch* w = ring.take_watch();
-    if (slot.is_connected())
-    {
-      try
-      {
-        slot.template emplace<uring_cancellation>(ring,
-            static_cast<uring_op*>(static_cast<uring_recv_op*>(p.v)));
-      }
-      catch (...)
-      {
-        ring.give_back_watch(w);
-        throw;
-      }
-    }
-    p.p = new (p.v) uring_recv_op(std::move(handler), ring, fd, data);
-    ring.watch(*p.p, w, fd, data);
+    p.p = ring.begin<uring_recv_op>(handler.get_cancellation_slot(), p.v, fd,
+        data, [&](void* memory) noexcept {
+          return new (memory) uring_recv_op(std::move(handler), ring, fd,
+              data);
+        });
     ring.submit_recv(*p.p, fd, poll_first);
     p.v = p.p = 0;
   }
@@ -110,7 +75,7 @@ private:
       handler_(std::move(handler)),
       ring_(ring),
       fd_(fd),
-      data_(&data)
+      state_(data)
   {
   }
 
@@ -149,7 +114,7 @@ private:
         break;
       }
     }
-    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    o->ring_.unwatch(*o, o->fd_, o->state_);
     o->handler_.get_cancellation_slot().clear();
 
     std::size_t n = 0;
@@ -176,7 +141,7 @@ private:
   Handler handler_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data* data_;
+  epoll_reactor::per_descriptor_data state_; // the socket's registration
 };
 
 } // namespace detail

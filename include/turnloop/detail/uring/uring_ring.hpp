@@ -79,6 +79,16 @@ public:
   /// operation if @p target is 0. Its own completion has user_data 0.
   TURNLOOP_DECL void prepare_cancel(std::uint64_t target) noexcept;
 
+  /// Asked, just before the kernel is handed the queued entries, of each
+  /// one's user_data (other than 0): true turns the entry into a no-op
+  /// that completes at once with result 0 and the same user_data.
+  using withdraw_function = bool (*)(std::uint64_t user_data) noexcept;
+
+  void set_withdraw(withdraw_function f) noexcept
+  {
+    withdraw_ = f;
+  }
+
   /// Submits what is queued, and lets the kernel post what has completed.
   /// @p wait_for: block until that many completions are posted.
   /// Returns false with @p error set if the system call failed.
@@ -156,6 +166,7 @@ private:
   io_uring_cqe* cqes_ = nullptr;
   unsigned cq_mask_ = 0;
   unsigned to_submit_ = 0;
+  withdraw_function withdraw_ = nullptr;
   boost::asio::detail::mutex sq_mutex_;
 
   // The buffer ring and the id table, one mapping.

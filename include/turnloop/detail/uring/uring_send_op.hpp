@@ -44,26 +44,14 @@ public:
   static void start(Handler& delivery, buffer_lease& lease, pool_ring& ring,
       int fd, epoll_reactor::per_descriptor_data& data)
   {
-    auto slot = boost::asio::get_associated_cancellation_slot(delivery);
     ptr p = { boost::asio::detail::addressof(delivery),
       ptr::allocate(delivery), 0 };
-    uring_watch* w = ring.take_watch();
-    if (slot.is_connected())
-    {
-      try
-      {
-        slot.template emplace<uring_cancellation>(ring,
-            static_cast<uring_op*>(static_cast<uring_send_op*>(p.v)));
-      }
-      catch (...)
-      {
-        ring.give_back_watch(w);
-        throw;
-      }
-    }
-    p.p = new (p.v) uring_send_op(std::move(delivery), std::move(lease),
-        ring, fd, data);
-    ring.watch(*p.p, w, fd, data);
+    p.p = ring.begin<uring_send_op>(
+        boost::asio::get_associated_cancellation_slot(delivery), p.v, fd,
+        data, [&](void* memory) noexcept {
+          return new (memory) uring_send_op(std::move(delivery),
+              std::move(lease), ring, fd, data);
+        });
     p.p->send();
     p.v = p.p = 0;
   }
@@ -76,7 +64,7 @@ private:
       lease_(std::move(lease)),
       ring_(ring),
       fd_(fd),
-      data_(&data)
+      state_(data)
   {
   }
 
@@ -111,12 +99,13 @@ private:
         return;
       }
       if (o->written_ < o->lease_.size())
-        ec = res == 0 ? boost::system::error_code(boost::asio::error::eof)
+        ec = res == 0 && !o->aborted_
+          ? boost::system::error_code(boost::asio::error::eof)
           : boost::system::error_code(boost::asio::error::operation_aborted);
     }
     else
       ec = uring_error(res, false);
-    o->ring_.unwatch(*o, o->fd_, *o->data_);
+    o->ring_.unwatch(*o, o->fd_, o->state_);
     boost::asio::get_associated_cancellation_slot(o->delivery_).clear();
 
     // The buffer goes back first, then the operation's memory, then the
@@ -133,7 +122,7 @@ private:
   buffer_lease lease_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data* data_;
+  epoll_reactor::per_descriptor_data state_; // the socket's registration
   std::size_t written_ = 0;
 };
 

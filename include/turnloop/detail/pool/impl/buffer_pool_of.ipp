@@ -23,6 +23,7 @@ struct remembered_pool
   boost::asio::execution_context* context;
   buffer_pool* pool;
   std::uint64_t pools_shut_down;
+  std::uint64_t loops_ended;
 };
 
 TURNLOOP_DECL buffer_pool* buffer_pool_of(
@@ -32,14 +33,19 @@ TURNLOOP_DECL buffer_pool* buffer_pool_of(
   // A loop whose pool is remembered is alive: whoever could reuse its
   // address after it dies was allocated after its pool bumped the count,
   // and so (allocation being ordered) reads the new count here.
+  // One remembered while its loop was being destroyed is forgotten once
+  // the loop's services have gone (loops_ended, detail/loop_of.hpp).
   const std::uint64_t shut_down =
     pools_shut_down().load(std::memory_order_acquire);
-  if (remembered.context == &ctx && remembered.pools_shut_down == shut_down)
+  const std::uint64_t ended = loops_ended().load(std::memory_order_acquire);
+  if (remembered.context == &ctx && remembered.pools_shut_down == shut_down
+      && remembered.loops_ended == ended)
     return remembered.pool;
   loop* l = loop_of(ctx);
   if (!l)
     return nullptr;
-  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), shut_down};
+  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), shut_down,
+    ended};
   return remembered.pool;
 }
 

@@ -10,6 +10,8 @@
 #include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 
+#include <boost/asio/error.hpp>
+
 #include <climits>
 #include <new>
 #include <utility>
@@ -117,6 +119,7 @@ TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
     delete ring;
     return nullptr;
   }
+  ring->set_withdraw(&pool_ring::withdrawn);
   core.reactor().set_hook(p);
   return p;
 }
@@ -253,7 +256,7 @@ TURNLOOP_DECL void pool_ring::forget_watch(uring_op& op) noexcept
 }
 
 TURNLOOP_DECL void pool_ring::unwatch(uring_op& op, int fd,
-    epoll_reactor::per_descriptor_data& data) noexcept
+    epoll_reactor::per_descriptor_data state) noexcept
 {
   uring_watch* w = op.watch_;
   if (!w)
@@ -261,11 +264,23 @@ TURNLOOP_DECL void pool_ring::unwatch(uring_op& op, int fd,
   op.watch_ = nullptr;
   w->op_ = nullptr;
   // Taken off the socket's queue, it completes (and is recycled) as an
-  // aborted operation. Without a registration (closed) it has been aborted
-  // already.
-  if (data)
-    core_.reactor().cancel_ops_by_key(fd, data, epoll_reactor::except_op,
+  // aborted operation. Once close() or cancel() has aborted it, it is on its
+  // way already, and the registration may be another socket's.
+  if (!w->ec_)
+    core_.reactor().cancel_ops_by_key(fd, state, epoll_reactor::except_op,
         watch_key(w));
+}
+
+TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
+{
+  auto* op = reinterpret_cast<uring_op*>(user_data);
+  if (!op->aborted_ && !(op->watch_
+        && op->watch_->ec_ == boost::asio::error::operation_aborted))
+    return false;
+  // Its completion (result 0) then reads as operation_aborted, and the
+  // watcher's, when it runs, asks for no cancellation.
+  op->aborted_ = true;
+  return true;
 }
 
 TURNLOOP_DECL void pool_ring::watch_fired(uring_watch& w) noexcept

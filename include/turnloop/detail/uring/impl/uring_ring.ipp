@@ -271,6 +271,25 @@ TURNLOOP_DECL bool uring_ring::submit(unsigned wait_for, int& error) noexcept
 TURNLOOP_DECL bool uring_ring::enter(unsigned wait_for, int& error) noexcept
 {
   error = 0;
+  if (withdraw_)
+  {
+    // The kernel reads an entry only when it is submitted: until then it
+    // may still be taken back (the queued entries are the last to_submit_
+    // before the tail, and sq_array_ maps each position to itself).
+    const unsigned tail = *sq_tail_;
+    for (unsigned pos = tail - to_submit_; pos != tail; ++pos)
+    {
+      io_uring_sqe* sqe = &sqes_[pos & sq_mask_];
+      const std::uint64_t user_data = sqe->user_data;
+      if (user_data && sqe->opcode != IORING_OP_NOP && withdraw_(user_data))
+      {
+        std::memset(sqe, 0, sizeof(*sqe));
+        sqe->opcode = IORING_OP_NOP;
+        sqe->fd = -1;
+        sqe->user_data = user_data;
+      }
+    }
+  }
   for (;;)
   {
     const unsigned n = to_submit_;
