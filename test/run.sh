@@ -49,6 +49,55 @@ passed=0
 failed=0
 failures=()
 
+# Where the time goes: wall and CPU seconds (user+sys of every process the
+# phase ran, gcc included) per phase, printed before the summary. CPU seconds
+# are the stable number on a shared machine; wall time is what CI waits for.
+suite_start=$EPOCHREALTIME
+phase_names=()
+declare -A phase_wall=() phase_cpu=()
+module_times=()
+timing=$(mktemp -d)
+trap 'rm -rf "$timing"' EXIT
+
+# Runs "$@" in a subshell that writes, when it ends, the CPU its descendants
+# used (bash's `times`, second line) to $1; keeps the command's status.
+measured() {
+  local cpu_file=$1; shift
+  ( "$@"; status=$?; times >"$cpu_file"; exit $status )
+}
+
+# CPU seconds in a file `times` wrote.
+cpu_in() {
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/);
+    n += t[1] * 60 + t[2] } printf "%.1f", n }' "$1" 2>/dev/null || echo 0
+}
+
+# Adds wall seconds since $2 (an $EPOCHREALTIME) and the CPU in file $3 to
+# phase $1.
+add_phase() {
+  local name=$1 since=$2 cpu
+  cpu=$(cpu_in "$3")
+  [ -n "${phase_wall[$name]+set}" ] || { phase_names+=("$name"); phase_wall[$name]=0; phase_cpu[$name]=0; }
+  phase_wall[$name]=$(awk -v a="${phase_wall[$name]}" -v s="$since" -v e="$EPOCHREALTIME" \
+    'BEGIN { printf "%.1f", a + e - s }')
+  phase_cpu[$name]=$(awk -v a="${phase_cpu[$name]}" -v c="$cpu" 'BEGIN { printf "%.1f", a + c }')
+}
+
+print_timing() {
+  local name total
+  echo "timing (seconds; cpu = user+sys of the phase's processes):"
+  for name in "${phase_names[@]}"; do
+    printf '  %-44s wall %7s  cpu %7s\n' "$name" "${phase_wall[$name]}" "${phase_cpu[$name]}"
+  done
+  total=$(awk -v s="$suite_start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.0f", e - s }')
+  echo "  whole run: wall ${total}s"
+  if [ ${#module_times[@]} -ne 0 ]; then
+    echo "slowest module runs (wall, cpu):"
+    printf '%s\n' "${module_times[@]}" | sort -k2,2 -g -r | head -12 \
+      | awk '{ printf "  %-48s %7ss %7ss\n", $1, $2, $3 }'
+  fi
+}
+
 # One module run: parses Boost.Test's XML report; a crash or a missing report
 # counts as one failed case. $1 is the directory under stage/test.
 run_module() {
@@ -60,10 +109,13 @@ run_module() {
     return
   fi
   report=$(mktemp)
-  local start=$SECONDS
-  timeout 900 "$binary" --report_format=XML --report_level=short \
+  local start=$SECONDS since=$EPOCHREALTIME
+  measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
     --report_sink="$report" --log_level=error "$@" >"$report.log" 2>&1
   local status=$?
+  add_phase "run $variant" "$since" "$report.cpu"
+  module_times+=("$variant/$module $(awk -v s="$since" -v e="$EPOCHREALTIME" \
+    'BEGIN { printf "%.1f", e - s }') $(cpu_in "$report.cpu")")
   local ok bad
   ok=$(grep -o 'test_cases_passed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   bad=$(grep -o 'test_cases_failed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
@@ -83,30 +135,35 @@ run_module() {
     failures+=("$variant/$module")
     sed 's/^/    /' "$report.log" | tail -40
   fi
-  rm -f "$report" "$report.log"
+  rm -f "$report" "$report.log" "$report.cpu"
 }
 
 # One self-checking program (an example, a header build's program): one
 # case, passed if it exits 0 within two minutes.
 run_program() {
   local label=$1 binary=$2; shift 2
-  local name start status
+  local name start status since=$EPOCHREALTIME
   name=$(basename "$binary")
   start=$SECONDS
-  if timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
+  if measured "$timing/program" timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
     sed 's/^/    /' "bin/$label-$name.log" | tail -20
   fi
   printf '%-18s %-28s    %s  (%ds)\n' "$label" "$name" "$status" $((SECONDS - start))
+  add_phase "run $label" "$since" "$timing/program"
 }
 
 # A b2 build, one failed case if it fails. $1 names it, $2 is its log.
 build() {
   local what=$1 log=$2; shift 2
+  local since=$EPOCHREALTIME status
   echo "building $what..."
-  if ! b2 -j"$jobs" -q "$@" >"$log" 2>&1; then
+  measured "$timing/build" b2 -j"$jobs" -q "$@" >"$log" 2>&1
+  status=$?
+  add_phase "build $what" "$since" "$timing/build"
+  if [ "$status" -ne 0 ]; then
     grep -E "error|failed" "$log" | head -40
     echo "build failed ($what), see $log"
     failed=$((failed + 1)); failures+=("build $what")
@@ -166,7 +223,10 @@ fi
 # Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
 # one case each.
 if wants consumers; then
-  test/consumers.sh | tee bin/consumers.log | grep -v ' passed, .* failed$'
+  since=$EPOCHREALTIME
+  measured "$timing/consumers" test/consumers.sh | tee bin/consumers.log \
+    | grep -v ' passed, .* failed$'
+  add_phase "consumers (cmake builds and runs)" "$since" "$timing/consumers"
   counts=$(tail -1 bin/consumers.log)
   ok=$(grep -o '^[0-9]*' <<<"$counts")
   bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
@@ -179,14 +239,15 @@ fi
 
 # The benchmarks' quick mode (which builds them first): one case.
 if [ "$everything" = yes ]; then
-  start=$SECONDS
-  if bench/run.sh --quick >bin/bench-quick.log 2>&1; then
+  start=$SECONDS since=$EPOCHREALTIME
+  if measured "$timing/bench" bench/run.sh --quick >bin/bench-quick.log 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("bench --quick"); status="0 passed   1 failed"
     tail -30 bin/bench-quick.log | sed 's/^/    /'
   fi
   printf '%-18s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
+  add_phase "bench --quick (its build and run)" "$since" "$timing/bench"
 fi
 
 # Asio's version as its header spells it, e.g. 1.34.0.
@@ -225,6 +286,7 @@ for version in $versions; do
   summaries+=("Asio $asio_version (asio=$version): $((passed - before_passed)) passed, $((failed - before_failed)) failed")
 done
 
+print_timing
 for summary in "${summaries[@]}"; do
   echo "$summary"
 done
