@@ -205,7 +205,7 @@ finish_build() {
   status=$?
   add_phase "build ${stage_what[i]}" "${build_since[i]}" "$timing/build-$i"
   if [ "$status" -ne 0 ]; then
-    grep -E "error|failed" "${stage_log[i]}" | head -40
+    grep -E "error|failed|don.t know how|can.t find" "${stage_log[i]}" | head -40
     echo "build failed (${stage_what[i]}), see ${stage_log[i]}"
     failed=$((failed + 1)); failures+=("build ${stage_what[i]}")
     return 1
@@ -399,7 +399,7 @@ versions=${TURNLOOP_ASIO_VERSIONS:-}
 if [ "$versions" = none ]; then
   versions=
 elif ! versions=$(.ci/asio-headers $versions); then
-  failed=$((failed + 1)); failures+=("asio headers")
+  asio_headers_failed=yes
   versions=
 fi
 built_per_version=()
@@ -412,6 +412,10 @@ for version in $versions; do
 done
 
 run_stages
+# Counted after the stages, as before they ran together: in no Asio's line.
+if [ "${asio_headers_failed:-}" = yes ]; then
+  failed=$((failed + 1)); failures+=("asio headers")
+fi
 
 print_timing
 for summary in "${summaries[@]}"; do
