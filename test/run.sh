@@ -60,7 +60,23 @@ phase_names=()
 declare -A phase_wall=() phase_cpu=()
 module_times=()
 timing=$(mktemp -d)
-trap 'rm -rf "$timing"' EXIT
+build_pid=
+# A build in the background (see run_stages) does not see the Ctrl-C or
+# kill that stops the script: stop it and its b2 (two subshells down),
+# which stops its compilers.
+descendants() {
+  local child
+  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+stop_build() {
+  [ -n "$build_pid" ] || return 0
+  kill $(descendants "$build_pid") "$build_pid" 2>/dev/null
+}
+trap 'stop_build; rm -rf "$timing"' EXIT
+trap 'exit 130' INT TERM
 
 # Runs "$@" in a subshell that writes, when it ends, the CPU its descendants
 # used (bash's `times`, second line) and the time it ended (third line) to
@@ -181,7 +197,6 @@ add_stage() {
   stage_runs+=("$4"); stage_group+=("$5")
 }
 
-build_pid=
 targets=()
 build_since=()
 start_build() {
@@ -203,7 +218,10 @@ finish_build() {
   [ -n "$build_pid" ] || return 0
   wait "$build_pid"
   status=$?
+  build_pid=
   add_phase "build ${stage_what[i]}" "${build_since[i]}" "$timing/build-$i"
+  # Now as well as in the table at the end, for a run that does not end.
+  echo "built ${stage_what[i]}: wall ${phase_wall[build ${stage_what[i]}]}s, cpu ${phase_cpu[build ${stage_what[i]}]}s"
   if [ "$status" -ne 0 ]; then
     grep -E "error|failed|don.t know how|can.t find" "${stage_log[i]}" | head -40
     echo "build failed (${stage_what[i]}), see ${stage_log[i]}"
