@@ -109,7 +109,7 @@ print_timing() {
   local name total
   echo "timing (seconds; cpu = user+sys of the phase's processes):"
   for name in "${phase_names[@]}"; do
-    printf '  %-44s wall %7s  cpu %7s\n' "$name" "${phase_wall[$name]}" "${phase_cpu[$name]}"
+    printf '  %-58s wall %7s  cpu %7s\n' "$name" "${phase_wall[$name]}" "${phase_cpu[$name]}"
   done
   total=$(awk -v s="$suite_start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.0f", e - s }')
   echo "  whole run: wall ${total}s"
