@@ -25,6 +25,7 @@
 #   test/run.sh headers consumers   only the header and consumer builds
 #   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer Asios
 #   TURNLOOP_ASIO_VERSIONS=none test/run.sh          Debian's Asio only
+#   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -181,7 +182,8 @@ run_program() {
 # previous build's programs run in the foreground: a run mostly waits (on
 # sockets, timers, other threads) and a build is CPU, so together they keep
 # both cores busy. Niced, a build takes only the CPU the tests leave, so the
-# tests see about the load they would alone. A stage is one b2 build and the
+# tests see about the load they would alone; but it also yields to anyone
+# else's builds on a shared machine (there TURNLOOP_BUILD_NICE=0). A stage is one b2 build and the
 # runs of what it built; stage i+1's build starts when stage i's ends, before
 # stage i's runs. Output stays in order: a stage prints its runs' lines after
 # the previous stage's.
@@ -206,7 +208,7 @@ start_build() {
   ${stage_targets[i]}
   [ ${#targets[@]} -ne 0 ] || return 0
   echo "building ${stage_what[i]}..."
-  measured "$timing/build-$i" nice -n 10 b2 -j"$jobs" -q "${targets[@]}" \
+  measured "$timing/build-$i" nice -n "${TURNLOOP_BUILD_NICE:-10}" b2 -j"$jobs" -q "${targets[@]}" \
     >"${stage_log[i]}" 2>&1 &
   build_pid=$!
   build_since[i]=$EPOCHREALTIME
