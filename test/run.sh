@@ -13,15 +13,19 @@
 #   8. every module, example and header build again, release, against each
 #      newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks them; b2
 #      asio=<version> puts them in front of Debian's Boost).
-# Installs what is missing first (.ci/install-deps). Ends with a line per
-# Asio version and one line, "N passed, N failed", counting test cases over
-# every run; exits non-zero if anything failed.
+# Installs what is missing first (.ci/install-deps). A build runs while the
+# previous build's programs run (see run_stages), and builds only what runs:
+# the modules named, and under TSan only those with "threads" cases. Ends
+# with the time each phase took, a line per Asio version and one line,
+# "N passed, N failed", counting test cases over every run; exits non-zero
+# if anything failed.
 #
 #   test/run.sh                     everything
 #   test/run.sh loop loop_io        only these modules (no benchmark)
 #   test/run.sh headers consumers   only the header and consumer builds
 #   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer Asios
 #   TURNLOOP_ASIO_VERSIONS=none test/run.sh          Debian's Asio only
+#   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,74 @@ passed=0
 failed=0
 failures=()
 
+# Where the time goes: wall and CPU seconds (user+sys of every process the
+# phase ran, gcc included) per phase, printed before the summary. CPU seconds
+# are the stable number on a shared machine; wall time is what CI waits for.
+suite_start=$EPOCHREALTIME
+phase_names=()
+declare -A phase_wall=() phase_cpu=()
+module_times=()
+timing=$(mktemp -d)
+build_pid=
+# A build in the background (see run_stages) does not see the Ctrl-C or
+# kill that stops the script: stop it and its b2 (two subshells down),
+# which stops its compilers.
+descendants() {
+  local child
+  for child in $(cat "/proc/$1/task/"*/children 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
+stop_build() {
+  [ -n "$build_pid" ] || return 0
+  kill $(descendants "$build_pid") "$build_pid" 2>/dev/null
+}
+trap 'stop_build; rm -rf "$timing"' EXIT
+trap 'exit 130' INT TERM
+
+# Runs "$@" in a subshell that writes, when it ends, the CPU its descendants
+# used (bash's `times`, second line) and the time it ended (third line) to
+# $1; keeps the command's status.
+measured() {
+  local cpu_file=$1; shift
+  ( "$@"; status=$?; times >"$cpu_file"; echo "$EPOCHREALTIME" >>"$cpu_file"; exit $status )
+}
+
+# CPU seconds in a file `times` wrote.
+cpu_in() {
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/);
+    n += t[1] * 60 + t[2] } printf "%.1f", n }' "$1" 2>/dev/null || echo 0
+}
+
+# Adds the wall seconds from $2 (an $EPOCHREALTIME) to the end time in file
+# $3 (now, for a command still running) and the CPU in that file to phase $1.
+add_phase() {
+  local name=$1 since=$2 cpu end
+  cpu=$(cpu_in "$3")
+  end=$(sed -n 3p "$3" 2>/dev/null)
+  end=${end:-$EPOCHREALTIME}
+  [ -n "${phase_wall[$name]+set}" ] || { phase_names+=("$name"); phase_wall[$name]=0; phase_cpu[$name]=0; }
+  phase_wall[$name]=$(awk -v a="${phase_wall[$name]}" -v s="$since" -v e="$end" \
+    'BEGIN { printf "%.1f", a + e - s }')
+  phase_cpu[$name]=$(awk -v a="${phase_cpu[$name]}" -v c="$cpu" 'BEGIN { printf "%.1f", a + c }')
+}
+
+print_timing() {
+  local name total
+  echo "timing (seconds; cpu = user+sys of the phase's processes):"
+  for name in "${phase_names[@]}"; do
+    printf '  %-58s wall %7s  cpu %7s\n' "$name" "${phase_wall[$name]}" "${phase_cpu[$name]}"
+  done
+  total=$(awk -v s="$suite_start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.0f", e - s }')
+  echo "  whole run: wall ${total}s"
+  if [ ${#module_times[@]} -ne 0 ]; then
+    echo "slowest module runs (wall, cpu):"
+    printf '%s\n' "${module_times[@]}" | sort -k2,2 -g -r | head -12 \
+      | awk '{ printf "  %-48s %7ss %7ss\n", $1, $2, $3 }'
+  fi
+}
+
 # One module run: parses Boost.Test's XML report; a crash or a missing report
 # counts as one failed case. $1 is the directory under stage/test.
 run_module() {
@@ -60,10 +132,13 @@ run_module() {
     return
   fi
   report=$(mktemp)
-  local start=$SECONDS
-  timeout 900 "$binary" --report_format=XML --report_level=short \
+  local start=$SECONDS since=$EPOCHREALTIME
+  measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
     --report_sink="$report" --log_level=error "$@" >"$report.log" 2>&1
   local status=$?
+  add_phase "run $variant" "$since" "$report.cpu"
+  module_times+=("$variant/$module $(awk -v s="$since" -v e="$EPOCHREALTIME" \
+    'BEGIN { printf "%.1f", e - s }') $(cpu_in "$report.cpu")")
   local ok bad
   ok=$(grep -o 'test_cases_passed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   bad=$(grep -o 'test_cases_failed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
@@ -83,35 +158,108 @@ run_module() {
     failures+=("$variant/$module")
     sed 's/^/    /' "$report.log" | tail -40
   fi
-  rm -f "$report" "$report.log"
+  rm -f "$report" "$report.log" "$report.cpu"
 }
 
 # One self-checking program (an example, a header build's program): one
 # case, passed if it exits 0 within two minutes.
 run_program() {
   local label=$1 binary=$2; shift 2
-  local name start status
+  local name start status since=$EPOCHREALTIME
   name=$(basename "$binary")
   start=$SECONDS
-  if timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
+  if measured "$timing/program" timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
     sed 's/^/    /' "bin/$label-$name.log" | tail -20
   fi
   printf '%-18s %-28s    %s  (%ds)\n' "$label" "$name" "$status" $((SECONDS - start))
+  add_phase "run $label" "$since" "$timing/program"
 }
 
-# A b2 build, one failed case if it fails. $1 names it, $2 is its log.
-build() {
-  local what=$1 log=$2; shift 2
-  echo "building $what..."
-  if ! b2 -j"$jobs" -q "$@" >"$log" 2>&1; then
-    grep -E "error|failed" "$log" | head -40
-    echo "build failed ($what), see $log"
-    failed=$((failed + 1)); failures+=("build $what")
+# The builds run one at a time, in the background and niced, while the
+# previous build's programs run in the foreground: a run mostly waits (on
+# sockets, timers, other threads) and a build is CPU, so together they keep
+# both cores busy. Niced, a build takes only the CPU the tests leave, so the
+# tests see about the load they would alone; but it also yields to anyone
+# else's builds on a shared machine (there TURNLOOP_BUILD_NICE=0). A stage is one b2 build and the
+# runs of what it built; stage i+1's build starts when stage i's ends, before
+# stage i's runs. Output stays in order: a stage prints its runs' lines after
+# the previous stage's.
+stage_what=() stage_log=() stage_targets=() stage_runs=() stage_group=()
+
+# add_stage <what> <log> <targets command> <runs command> <group>: the
+# commands are word-split; the targets command sets b2's arguments in
+# `targets` (none: no build) when the build starts, so that it can look at
+# earlier stages' results. Group names the Asio whose summary line the
+# stage counts in.
+add_stage() {
+  stage_what+=("$1"); stage_log+=("$2"); stage_targets+=("$3")
+  stage_runs+=("$4"); stage_group+=("$5")
+}
+
+targets=()
+build_since=()
+start_build() {
+  local i=$1
+  build_pid=
+  targets=()
+  ${stage_targets[i]}
+  [ ${#targets[@]} -ne 0 ] || return 0
+  echo "building ${stage_what[i]}..."
+  measured "$timing/build-$i" nice -n "${TURNLOOP_BUILD_NICE:-10}" b2 -j"$jobs" -q "${targets[@]}" \
+    >"${stage_log[i]}" 2>&1 &
+  build_pid=$!
+  build_since[i]=$EPOCHREALTIME
+}
+
+# Waits for stage $1's build; a failed build is one failed case.
+finish_build() {
+  local i=$1 status
+  [ -n "$build_pid" ] || return 0
+  wait "$build_pid"
+  status=$?
+  build_pid=
+  add_phase "build ${stage_what[i]}" "${build_since[i]}" "$timing/build-$i"
+  # Now as well as in the table at the end, for a run that does not end.
+  echo "built ${stage_what[i]}: wall ${phase_wall[build ${stage_what[i]}]}s, cpu ${phase_cpu[build ${stage_what[i]}]}s"
+  if [ "$status" -ne 0 ]; then
+    grep -E "error|failed|don.t know how|can.t find" "${stage_log[i]}" | head -40
+    echo "build failed (${stage_what[i]}), see ${stage_log[i]}"
+    failed=$((failed + 1)); failures+=("build ${stage_what[i]}")
     return 1
   fi
+}
+
+summaries=()
+group_passed=0 group_failed=0
+# The summary line of the stages of group $1 since the last summary.
+summarise() {
+  local label
+  if [ "$1" = system ]; then
+    label="Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)"
+  else
+    label="Asio $(asio_version_in "bin/asio-$1/include") (asio=$1)"
+  fi
+  summaries+=("$label: $((passed - group_passed)) passed, $((failed - group_failed)) failed")
+  group_passed=$passed group_failed=$failed
+}
+
+run_stages() {
+  local i n=${#stage_what[@]} group=${stage_group[0]:-} built
+  [ "$n" -ne 0 ] || return 0
+  start_build 0
+  for ((i = 0; i < n; i++)); do
+    if [ "${stage_group[i]}" != "$group" ]; then
+      summarise "$group"
+      group=${stage_group[i]}
+    fi
+    finish_build "$i" && built=yes || built=no
+    [ $((i + 1)) -eq "$n" ] || start_build $((i + 1))
+    [ "$built" = no ] || ${stage_runs[i]}
+  done
+  summarise "$group"
 }
 
 run_examples() {
@@ -132,41 +280,83 @@ wants() {
   [[ " ${extras[*]} " =~ " $1 " ]]
 }
 
-mkdir -p bin
-if [ ${#modules[@]} -ne 0 ]; then
-  for variant in release asan tsan; do
-    build "tests ($variant)" "bin/build-$variant.log" test variant="$variant" \
-      || continue
-    for module in "${modules[@]}"; do
-      if [ "$variant" = tsan ]; then
-        # Only modules with cases labelled "threads" run under TSan.
-        labels=$("stage/test/tsan/$module" --list_labels 2>&1)
-        grep -qw threads <<<"$labels" || continue
-        TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-          run_module tsan "$module" --run_test=@threads
-      elif [ "$variant" = asan ]; then
-        ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
-        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-          run_module asan "$module"
-      else
-        run_module release "$module"
-      fi
+# Adds the b2 targets for modules $@ to `targets`: the whole suite, or one
+# install target each.
+module_targets() {
+  local module
+  if [ "$everything" = yes ] && [ "$#" -eq "${#modules[@]}" ]; then
+    targets+=(test)
+  else
+    for module in "$@"; do
+      targets+=("test//stage-$module")
     done
+  fi
+}
+
+# The modules with cases labelled "threads", the only ones TSan runs (and
+# builds). The release binaries list their labels; a module whose release
+# binary is missing counts as labelled, so that TSan still builds it.
+tsan_modules=()
+find_tsan_modules() {
+  local module labels
+  tsan_modules=()
+  for module in "${modules[@]}"; do
+    if [ -x "stage/test/release/$module" ]; then
+      labels=$("stage/test/release/$module" --list_labels 2>&1)
+      grep -qw threads <<<"$labels" || continue
+    fi
+    tsan_modules+=("$module")
   done
+}
 
-  build examples bin/build-examples.log example \
-    && run_examples stage/example example
-fi
+targets_release() { module_targets "${modules[@]}"; targets+=(variant=release); }
+targets_asan() { module_targets "${modules[@]}"; targets+=(variant=asan); }
+targets_tsan() {
+  find_tsan_modules
+  [ ${#tsan_modules[@]} -eq 0 ] \
+    || { module_targets "${tsan_modules[@]}"; targets+=(variant=tsan); }
+}
+targets_examples() { targets=(example); }
+targets_headers() { targets=(headers); }
+targets_none() { :; }
+targets_bench() { targets=(bench); }
+targets_version() {
+  [ ${#modules[@]} -eq 0 ] || { module_targets "${modules[@]}"; targets+=(example); }
+  ! wants headers || targets+=(headers)
+  [ ${#targets[@]} -eq 0 ] || targets+=("asio=$1")
+}
 
-if wants headers; then
-  build "header builds" bin/build-headers.log headers \
-    && run_headers stage/headers headers
-fi
+runs_release() {
+  local module
+  for module in "${modules[@]}"; do
+    run_module release "$module"
+  done
+}
+runs_asan() {
+  local module
+  for module in "${modules[@]}"; do
+    ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+      run_module asan "$module"
+  done
+}
+runs_tsan() {
+  local module
+  for module in "${tsan_modules[@]}"; do
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+      run_module tsan "$module" --run_test=@threads
+  done
+}
+runs_examples() { run_examples stage/example example; }
+runs_headers() { run_headers stage/headers headers; }
 
 # Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
 # one case each.
-if wants consumers; then
-  test/consumers.sh | tee bin/consumers.log | grep -v ' passed, .* failed$'
+runs_consumers() {
+  local since=$EPOCHREALTIME counts ok bad
+  measured "$timing/consumers" test/consumers.sh | tee bin/consumers.log \
+    | grep -v ' passed, .* failed$'
+  add_phase "consumers (cmake builds and runs)" "$since" "$timing/consumers"
   counts=$(tail -1 bin/consumers.log)
   ok=$(grep -o '^[0-9]*' <<<"$counts")
   bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
@@ -175,19 +365,33 @@ if wants consumers; then
   fi
   passed=$((passed + ok)); failed=$((failed + bad))
   [ "$bad" -eq 0 ] || failures+=("consumers")
-fi
+}
 
-# The benchmarks' quick mode (which builds them first): one case.
-if [ "$everything" = yes ]; then
-  start=$SECONDS
-  if bench/run.sh --quick >bin/bench-quick.log 2>&1; then
+# The benchmarks' quick mode, one case; its stage built them, so its own b2
+# call finds nothing to do.
+runs_bench() {
+  local start=$SECONDS since=$EPOCHREALTIME status
+  if measured "$timing/bench" bench/run.sh --quick >bin/bench-quick.log 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("bench --quick"); status="0 passed   1 failed"
     tail -30 bin/bench-quick.log | sed 's/^/    /'
   fi
   printf '%-18s %-28s    %s  (%ds)\n' bench "run.sh --quick" "$status" $((SECONDS - start))
-fi
+  add_phase "run bench --quick" "$since" "$timing/bench"
+}
+
+# Every module, example and header build against a newer Asio, release.
+runs_version() {
+  local version=$1 module
+  for module in "${modules[@]}"; do
+    run_module "release-asio-$version" "$module"
+  done
+  [ ${#modules[@]} -eq 0 ] \
+    || run_examples "stage/example-asio-$version" "example-asio-$version"
+  ! wants headers \
+    || run_headers "stage/headers-asio-$version" "headers-asio-$version"
+}
 
 # Asio's version as its header spells it, e.g. 1.34.0.
 asio_version_in() {
@@ -195,36 +399,45 @@ asio_version_in() {
   v=$(sed -n 's|^#define BOOST_ASIO_VERSION \([0-9]*\).*|\1|p' "$1/boost/asio/version.hpp")
   echo "$((v / 100000)).$((v / 100 % 1000)).$((v % 100))"
 }
-summaries=("Asio $(asio_version_in /usr/include) (Debian's Boost 1.81): $passed passed, $failed failed")
 
-# Every module, example and header build against each newer Asio, release.
+mkdir -p bin
+if [ ${#modules[@]} -ne 0 ]; then
+  for variant in release asan tsan; do
+    add_stage "tests ($variant)" "bin/build-$variant.log" "targets_$variant" \
+      "runs_$variant" system
+  done
+  add_stage examples bin/build-examples.log targets_examples runs_examples system
+fi
+! wants headers \
+  || add_stage "header builds" bin/build-headers.log targets_headers runs_headers system
+! wants consumers \
+  || add_stage consumers - targets_none runs_consumers system
+[ "$everything" = no ] \
+  || add_stage benchmarks bin/build-bench.log targets_bench runs_bench system
+
 versions=${TURNLOOP_ASIO_VERSIONS:-}
 if [ "$versions" = none ]; then
   versions=
 elif ! versions=$(.ci/asio-headers $versions); then
-  failed=$((failed + 1)); failures+=("asio headers")
+  asio_headers_failed=yes
   versions=
 fi
+built_per_version=()
+[ ${#modules[@]} -eq 0 ] || built_per_version+=(tests examples)
+! wants headers || built_per_version+=(headers)
 for version in $versions; do
-  before_passed=$passed before_failed=$failed
-  asio_version=$(asio_version_in "bin/asio-$version/include")
-  targets=()
-  [ ${#modules[@]} -eq 0 ] || targets+=(test example)
-  ! wants headers || targets+=(headers)
-  if [ ${#targets[@]} -ne 0 ] \
-    && build "${targets[*]} against Boost $version's Asio ($asio_version)" \
-      "bin/build-asio-$version.log" "${targets[@]}" asio="$version"; then
-    for module in "${modules[@]}"; do
-      run_module "release-asio-$version" "$module"
-    done
-    [ ${#modules[@]} -eq 0 ] \
-      || run_examples "stage/example-asio-$version" "example-asio-$version"
-    ! wants headers \
-      || run_headers "stage/headers-asio-$version" "headers-asio-$version"
-  fi
-  summaries+=("Asio $asio_version (asio=$version): $((passed - before_passed)) passed, $((failed - before_failed)) failed")
+  add_stage "${built_per_version[*]} against Boost $version's Asio" \
+    "bin/build-asio-$version.log" "targets_version $version" \
+    "runs_version $version" "$version"
 done
 
+run_stages
+# Counted after the stages, as before they ran together: in no Asio's line.
+if [ "${asio_headers_failed:-}" = yes ]; then
+  failed=$((failed + 1)); failures+=("asio headers")
+fi
+
+print_timing
 for summary in "${summaries[@]}"; do
   echo "$summary"
 done
