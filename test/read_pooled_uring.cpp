@@ -786,3 +786,137 @@ BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
   BOOST_TEST(reuse_server.available() == 0u);
   BOOST_TEST(pool.stats().leased == 0u);
 }
+
+// A socket's watcher stays queued between its operations, and the next one
+// finds it by descriptor number. Once cancel() has aborted it, an operation
+// started before its completion has run must get a new one: listed on the
+// aborted watcher, it would be aborted with it (or, after close(), never).
+BOOST_AUTO_TEST_CASE(a_read_after_cancel_is_not_ended_by_the_cancelled_watcher)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  tcp::socket& server = *c.servers[0];
+
+  std::string got;
+  error_code last;
+  int reads = 0;
+  auto read_into_got = [&] {
+    turnloop::async_read_pooled(server, [&](error_code ec,
+          buffer_lease lease) {
+      last = ec;
+      ++reads;
+      if (lease)
+        got.assign(static_cast<const char*>(lease.data().data()),
+            lease.data().size());
+    });
+  };
+
+  // Reads that share the socket's watcher.
+  for (int round = 0; round != 3; ++round)
+  {
+    const std::string message = "round " + std::to_string(round);
+    asio::post(l, read_into_got);
+    asio::write(*c.clients[0], asio::buffer(message));
+    BOOST_TEST_REQUIRE(test::run_until(l, [&] { return got == message; }));
+  }
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+
+  // One read cancelled, and another started in the same handler.
+  error_code cancelled;
+  bool cancelled_ran = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(server, [&](error_code ec, buffer_lease) {
+      cancelled = ec;
+      cancelled_ran = true;
+    });
+    server.cancel();
+    read_into_got();
+  });
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return cancelled_ran; }));
+  BOOST_TEST(cancelled == asio::error::operation_aborted);
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST(reads == 3); // the read after cancel() still waits
+  asio::write(*c.clients[0], asio::buffer("after cancel", 12));
+  BOOST_TEST(test::run_until(l, [&] { return reads == 4; }));
+  BOOST_TEST(!last);
+  BOOST_TEST(got == "after cancel");
+
+  // And close() reaches the read that the new watcher lists.
+  asio::post(l, read_into_got);
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  asio::post(l, [&] { server.close(); });
+  BOOST_TEST(test::run_until(l, [&] { return reads == 5; }));
+  BOOST_TEST(last == asio::error::operation_aborted);
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+// A socket closed with a watcher queued, and a new one given its descriptor
+// number at once: the new socket's reads get a watcher of their own, so its
+// close() ends them, and the old socket's watcher, when it completes, leaves
+// the new one in place.
+BOOST_AUTO_TEST_CASE(a_socket_given_a_closed_sockets_number_gets_its_own_watcher)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket reuse_client(l, tcp::v4()); // open now: the server's socket,
+  tcp::socket reuse_server(l);            // accepted later, takes the number
+
+  std::string got;
+  auto read_message = [&](tcp::socket& s, error_code& out, int& count) {
+    turnloop::async_read_pooled(s, [&](error_code ec, buffer_lease lease) {
+      out = ec;
+      ++count;
+      if (lease)
+        got.assign(static_cast<const char*>(lease.data().data()),
+            lease.data().size());
+    });
+  };
+
+  error_code old_ec;
+  int old_reads = 0;
+  asio::post(l, [&] { read_message(*c.servers[0], old_ec, old_reads); });
+  asio::write(*c.clients[0], asio::buffer("first", 5));
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return old_reads == 1; }));
+  BOOST_TEST(got == "first");
+
+  // The old socket's watcher is queued, its reads done; closing it and
+  // accepting a socket that takes its number, with a read started on the
+  // new socket before the old watcher's completion can run.
+  int closed_fd = -1;
+  error_code new_ec;
+  int new_reads = 0;
+  asio::post(l, [&] {
+    closed_fd = c.servers[0]->native_handle();
+    c.servers[0]->close();
+    reuse_client.connect(acceptor.local_endpoint());
+    acceptor.accept(reuse_server);
+    read_message(reuse_server, new_ec, new_reads);
+  });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST_REQUIRE(reuse_server.native_handle() == closed_fd);
+  BOOST_TEST(new_reads == 0);
+
+  asio::write(reuse_client, asio::buffer("second", 6));
+  BOOST_TEST(test::run_until(l, [&] { return new_reads == 1; }));
+  BOOST_TEST(!new_ec);
+  BOOST_TEST(got == "second");
+
+  // The new watcher, still queued, lists the next read; close() ends it.
+  asio::post(l, [&] { read_message(reuse_server, new_ec, new_reads); });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  asio::post(l, [&] { reuse_server.close(); });
+  BOOST_TEST(test::run_until(l, [&] { return new_reads == 2; }));
+  BOOST_TEST(new_ec == asio::error::operation_aborted);
+  BOOST_TEST(pool.stats().leased == 0u);
+}

@@ -20,10 +20,14 @@
 //   at shutdown all are cancelled and reaped before the ring goes.
 //
 // An Asio socket's close() and cancel() do not reach the kernel's queue, so
-// each operation in flight has a watcher: a reactor operation queued on the
-// socket's registration that never completes by itself. close() and
-// cancel() abort it like any of the socket's operations, and its
-// completion cancels the io_uring operation.
+// each socket with io_uring operations has a watcher: a reactor operation
+// queued on the socket's registration that never completes by itself, and
+// lists the socket's operations in flight. close() and cancel() abort it
+// like any of the socket's operations, and its completion cancels the
+// io_uring operations it lists. It stays queued between operations (the
+// next one finds it by descriptor number), so an operation costs the
+// reactor nothing; close() or cancel() ends it, and the next operation
+// queues a new one.
 //
 
 #ifndef TURNLOOP_DETAIL_URING_POOL_RING_HPP
@@ -40,6 +44,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace turnloop {
 namespace detail {
@@ -67,7 +72,7 @@ public:
   bool aborted_ = false;
 
 protected:
-  /// Destroyed unrun: its watcher, if its ring still has it, forgets it.
+  /// Destroyed unrun: its watcher, if any, stops listing it.
   void forget_watch() noexcept;
 
   explicit uring_op(func_type complete) noexcept
@@ -80,12 +85,13 @@ protected:
 private:
   friend class pool_ring;
   friend class uring_watch;
-  uring_watch* watch_ = nullptr; // while the socket is watched for it
+  uring_watch* watch_ = nullptr;     // its socket's, while it lists it
+  uring_op* watch_next_ = nullptr;   // the next operation it lists
   bool in_flight_ = false;       // submitted, its completion not reaped
   bool reads_ = false;           // a receive
 };
 
-/// The watcher (see the file comment). Recycled by the pool_ring.
+/// A socket's watcher (see the file comment). Recycled by the pool_ring.
 class uring_watch final : public boost::asio::detail::reactor_op
 {
 public:
@@ -99,10 +105,50 @@ private:
       boost::asio::detail::operation* base,
       const boost::system::error_code&, std::size_t);
 
+  /// True while close() or cancel() has not aborted it.
+  bool queued() const noexcept
+  {
+    return !ec_;
+  }
+
+  /// Adds @p op to the list.
+  void add(uring_op& op) noexcept
+  {
+    op.watch_ = this;
+    op.watch_next_ = ops_;
+    ops_ = &op;
+  }
+
+  /// Takes @p op off the list. A socket has few operations at once (a read
+  /// and a write, as a rule), so the walk is short.
+  void remove(uring_op& op) noexcept
+  {
+    for (uring_op** at = &ops_; *at; at = &(*at)->watch_next_)
+      if (*at == &op)
+      {
+        *at = op.watch_next_;
+        break;
+      }
+    op.watch_ = nullptr;
+    op.watch_next_ = nullptr;
+  }
+
+  /// Takes every operation off the list; returns the first (linked by
+  /// watch_next_, whose watch_ is already null).
+  uring_op* release_all() noexcept
+  {
+    uring_op* first = ops_;
+    for (uring_op* op = ops_; op; op = op->watch_next_)
+      op->watch_ = nullptr;
+    ops_ = nullptr;
+    return first;
+  }
+
   pool_ring* ring_;
-  uring_op* op_ = nullptr;
+  uring_op* ops_ = nullptr;     // the socket's operations in flight
   uring_watch* prev_ = nullptr; // live list, or free list (next_ only)
   uring_watch* next_ = nullptr;
+  int fd_ = -1;                 // the socket's descriptor, while live
 };
 
 class pool_ring final : public reactor_hook
@@ -122,27 +168,24 @@ public:
   TURNLOOP_DECL void destroy() noexcept;
 
   /// What starting any io_uring operation takes, before it is submitted:
-  /// a watcher, a canceller in @p slot if it is connected, then the
-  /// operation made at @p memory by @p construct (noexcept) and watched on
-  /// @p fd's registration @p data.
+  /// the socket's watcher (a new one queued on @p fd's registration @p data
+  /// if it has none), a canceller in @p slot if it is connected, then the
+  /// operation made at @p memory by @p construct (noexcept) and listed by
+  /// the watcher.
   /// @returns the operation.
   /// @throws std::bad_alloc, with nothing taken and nothing constructed.
   template <typename Op, typename Slot, typename Construct>
   Op* begin(Slot slot, void* memory, int fd,
       epoll_reactor::per_descriptor_data& data, Construct construct);
 
-  /// @p op is destroyed unrun: its watcher forgets it and stays queued
-  /// until the socket or the reactor lets go.
-  TURNLOOP_DECL void forget_watch(uring_op& op) noexcept;
-
-  /// The operation's completion arrived: stops watching for it, if close()
-  /// or cancel() has not ended the watch already. @p state is the socket's
-  /// registration as it was when the operation started (the reactor keeps
-  /// a registration's memory for its own life, so it is safe to name even
-  /// once the socket is gone; it is used only while the watch is queued
-  /// there, which close() would have ended).
-  TURNLOOP_DECL void unwatch(uring_op& op, int fd,
-      epoll_reactor::per_descriptor_data state) noexcept;
+  /// The operation's completion arrived, or it is destroyed unrun: its
+  /// socket's watcher, if close() or cancel() has not ended it, stops
+  /// listing it and stays queued for the socket's next operation.
+  static void unwatch(uring_op& op) noexcept
+  {
+    if (uring_watch* w = op.watch_)
+      w->remove(op);
+  }
 
   /// Submits a receive into a buffer from the ring, in the turn's batch.
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
@@ -184,15 +227,25 @@ public:
 private:
   friend class uring_watch;
 
-  // A watcher for an operation about to start; std::bad_alloc if none is
-  // free and none can be made.
-  TURNLOOP_DECL uring_watch* take_watch();
+  // @p fd's watcher, if it has one still queued; nullptr if not.
+  uring_watch* watch_of(int fd) const noexcept
+  {
+    const auto i = static_cast<std::size_t>(fd);
+    if (i >= watch_by_fd_.size())
+      return nullptr;
+    uring_watch* w = watch_by_fd_[i];
+    return w && w->queued() ? w : nullptr;
+  }
+
+  // A new watcher for @p fd, with room to find it by @p fd;
+  // std::bad_alloc if none is free and none can be made.
+  TURNLOOP_DECL uring_watch* take_watch(int fd);
 
   // Returns a watcher taken for an operation that did not start.
   TURNLOOP_DECL void give_back_watch(uring_watch* w) noexcept;
 
-  // Watches @p fd's registration for @p op with @p w.
-  TURNLOOP_DECL void watch(uring_op& op, uring_watch* w, int fd,
+  // Queues @p w, new, on @p fd's registration.
+  TURNLOOP_DECL void watch(uring_watch* w, int fd,
       epoll_reactor::per_descriptor_data& data) noexcept;
 
   TURNLOOP_DECL pool_ring(loop_core& core, buffer_store& store,
@@ -226,6 +279,7 @@ private:
   std::size_t reads_in_flight_ = 0;
   uring_watch* live_ = nullptr;    // watchers queued on sockets
   uring_watch* free_ = nullptr;
+  std::vector<uring_watch*> watch_by_fd_; // each socket's newest watcher
   epoll_reactor::per_descriptor_data wake_data_ = nullptr;
   bool signalling_ = false;        // the eventfd is on, for a blocking wait
 };
@@ -256,7 +310,8 @@ template <typename Op, typename Slot, typename Construct>
 Op* pool_ring::begin(Slot slot, void* memory, int fd,
     epoll_reactor::per_descriptor_data& data, Construct construct)
 {
-  uring_watch* w = take_watch();
+  uring_watch* w = watch_of(fd);
+  uring_watch* fresh = w ? nullptr : take_watch(fd);
   if (slot.is_connected())
   {
     try
@@ -266,20 +321,21 @@ Op* pool_ring::begin(Slot slot, void* memory, int fd,
     }
     catch (...)
     {
-      give_back_watch(w);
+      if (fresh)
+        give_back_watch(fresh);
       throw;
     }
   }
   Op* op = construct(memory);
-  watch(*op, w, fd, data);
+  if (fresh)
+    watch(w = fresh, fd, data);
+  w->add(*op);
   return op;
 }
 
 inline void uring_op::forget_watch() noexcept
 {
-  if (watch_)
-    watch_->op_ = nullptr;
-  watch_ = nullptr;
+  pool_ring::unwatch(*this);
 }
 
 /// A watcher's key in the socket's except queue is the watcher itself.

@@ -52,7 +52,7 @@ public:
   using epoll_reactor = boost::asio::detail::epoll_reactor;
 
   /// Submits @p handler's read of @p fd, registered with the reactor as
-  /// @p data (the socket's own member, read again at completion).
+  /// @p data (where its watcher is queued if it has none yet).
   /// @throws std::bad_alloc, leaving @p handler with the caller.
   static void start(Handler&& handler, pool_ring& ring, int fd,
       epoll_reactor::per_descriptor_data& data, bool poll_first)
@@ -61,21 +61,18 @@ public:
       ptr::allocate(handler), 0 };
     p.p = ring.begin<uring_recv_op>(handler.get_cancellation_slot(), p.v, fd,
         data, [&](void* memory) noexcept {
-          return new (memory) uring_recv_op(std::move(handler), ring, fd,
-              data);
+          return new (memory) uring_recv_op(std::move(handler), ring, fd);
         });
     ring.submit_recv(*p.p, fd, poll_first);
     p.v = p.p = 0;
   }
 
 private:
-  uring_recv_op(Handler&& handler, pool_ring& ring, int fd,
-      epoll_reactor::per_descriptor_data& data) noexcept
+  uring_recv_op(Handler&& handler, pool_ring& ring, int fd) noexcept
     : uring_op(&uring_recv_op::do_complete),
       handler_(std::move(handler)),
       ring_(ring),
-      fd_(fd),
-      state_(data)
+      fd_(fd)
   {
   }
 
@@ -114,7 +111,7 @@ private:
         break;
       }
     }
-    o->ring_.unwatch(*o, o->fd_, o->state_);
+    pool_ring::unwatch(*o);
     o->handler_.get_cancellation_slot().clear();
 
     std::size_t n = 0;
@@ -141,7 +138,6 @@ private:
   Handler handler_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data state_; // the socket's registration
 };
 
 } // namespace detail

@@ -50,7 +50,7 @@ public:
         boost::asio::get_associated_cancellation_slot(delivery), p.v, fd,
         data, [&](void* memory) noexcept {
           return new (memory) uring_send_op(std::move(delivery),
-              std::move(lease), ring, fd, data);
+              std::move(lease), ring, fd);
         });
     p.p->send();
     p.v = p.p = 0;
@@ -58,13 +58,12 @@ public:
 
 private:
   uring_send_op(Handler&& delivery, buffer_lease&& lease, pool_ring& ring,
-      int fd, epoll_reactor::per_descriptor_data& data) noexcept
+      int fd) noexcept
     : uring_op(&uring_send_op::do_complete),
       delivery_(std::move(delivery)),
       lease_(std::move(lease)),
       ring_(ring),
-      fd_(fd),
-      state_(data)
+      fd_(fd)
   {
   }
 
@@ -105,7 +104,7 @@ private:
     }
     else
       ec = uring_error(res, false);
-    o->ring_.unwatch(*o, o->fd_, o->state_);
+    pool_ring::unwatch(*o);
     boost::asio::get_associated_cancellation_slot(o->delivery_).clear();
 
     // The buffer goes back first, then the operation's memory, then the
@@ -122,7 +121,6 @@ private:
   buffer_lease lease_;
   pool_ring& ring_;
   int fd_;
-  epoll_reactor::per_descriptor_data state_; // the socket's registration
   std::size_t written_ = 0;
 };
 

@@ -48,11 +48,9 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
   }
   if (owner)
     return w->ring_->watch_fired(*w);
-  // Destroyed with the reactor or the scheduler: the operation, if any, is
-  // destroyed on its own path.
-  if (w->op_)
-    w->op_->watch_ = nullptr;
-  w->op_ = nullptr;
+  // Destroyed with the reactor or the scheduler: the operations it lists
+  // are destroyed on their own path.
+  w->release_all();
   w->ring_->recycle(w);
 }
 
@@ -194,9 +192,7 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
   {
     uring_watch* next = w->next_;
     w->ring_ = nullptr;
-    if (w->op_)
-      w->op_->watch_ = nullptr;
-    w->op_ = nullptr;
+    w->release_all();
     w = next;
   }
   for (uring_watch* w = free_; w;)
@@ -213,8 +209,12 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
   delete this;
 }
 
-TURNLOOP_DECL uring_watch* pool_ring::take_watch()
+TURNLOOP_DECL uring_watch* pool_ring::take_watch(int fd)
 {
+  const auto i = static_cast<std::size_t>(fd);
+  if (i >= watch_by_fd_.size())
+    watch_by_fd_.resize(i + 1 > 2 * watch_by_fd_.size()
+        ? i + 1 : 2 * watch_by_fd_.size());
   uring_watch* w = free_;
   if (!w)
     return new uring_watch(this);
@@ -229,10 +229,11 @@ TURNLOOP_DECL void pool_ring::give_back_watch(uring_watch* w) noexcept
   free_ = w;
 }
 
-TURNLOOP_DECL void pool_ring::watch(uring_op& op, uring_watch* w, int fd,
+TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
     epoll_reactor::per_descriptor_data& data) noexcept
 {
-  w->op_ = &op;
+  w->ops_ = nullptr;
+  w->fd_ = fd;
   w->prev_ = nullptr;
   w->next_ = live_;
   if (live_)
@@ -240,35 +241,15 @@ TURNLOOP_DECL void pool_ring::watch(uring_op& op, uring_watch* w, int fd,
   live_ = w;
   w->cancellation_key_ = watch_key(w);
   w->ec_ = boost::system::error_code();
-  op.watch_ = w;
+  // A watcher that close() or cancel() has aborted, its completion not yet
+  // run, is replaced here; it clears the entry only if it is still its own.
+  watch_by_fd_[static_cast<std::size_t>(fd)] = w;
   // Speculative, as Asio's own reads start: a queued operation on an
   // edge-triggered registration costs no system call (a non-speculative
   // start re-arms the descriptor). The watcher's perform() declines, so it
   // is simply queued.
   core_.reactor().start_op(epoll_reactor::except_op, fd, data, w, false,
       true);
-}
-
-TURNLOOP_DECL void pool_ring::forget_watch(uring_op& op) noexcept
-{
-  if (uring_watch* w = std::exchange(op.watch_, nullptr))
-    w->op_ = nullptr;
-}
-
-TURNLOOP_DECL void pool_ring::unwatch(uring_op& op, int fd,
-    epoll_reactor::per_descriptor_data state) noexcept
-{
-  uring_watch* w = op.watch_;
-  if (!w)
-    return;
-  op.watch_ = nullptr;
-  w->op_ = nullptr;
-  // Taken off the socket's queue, it completes (and is recycled) as an
-  // aborted operation. Once close() or cancel() has aborted it, it is on its
-  // way already, and the registration may be another socket's.
-  if (!w->ec_)
-    core_.reactor().cancel_ops_by_key(fd, state, epoll_reactor::except_op,
-        watch_key(w));
 }
 
 TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
@@ -285,18 +266,24 @@ TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
 
 TURNLOOP_DECL void pool_ring::watch_fired(uring_watch& w) noexcept
 {
-  uring_op* op = w.op_;
-  if (op)
+  for (uring_op* op = w.release_all(); op;)
   {
-    op->watch_ = nullptr;
-    w.op_ = nullptr;
+    uring_op* next = std::exchange(op->watch_next_, nullptr);
     abort(*op);
+    op = next;
   }
   recycle(&w);
 }
 
 TURNLOOP_DECL void pool_ring::recycle(uring_watch* w) noexcept
 {
+  if (w->fd_ >= 0)
+  {
+    uring_watch*& entry = watch_by_fd_[static_cast<std::size_t>(w->fd_)];
+    if (entry == w)
+      entry = nullptr;
+    w->fd_ = -1;
+  }
   if (w->prev_)
     w->prev_->next_ = w->next_;
   else if (live_ == w)
