@@ -11,7 +11,10 @@
 // step or starts its pooled operations; those run one at a time (the loop
 // has one owner), except that a loop driven through io_context::run() on
 // several threads may start an operation on one while another runs the
-// reactor, so the submission queue is guarded by a mutex.
+// reactor, so the submission queue is guarded by a mutex. The mutex is
+// taken only where the caller says the loop may be shared so (@p alone
+// false): a loop run by loop::run() has every submission on its own thread,
+// which then pays no lock.
 //
 // Memory: nothing exists before the first pooled read. Then the rings'
 // memory is mapped, not allocated: the kernel's queues, and a buffer ring
@@ -69,15 +72,16 @@ public:
   /// buffer ring when data arrives (@p poll_first: wait for readiness
   /// before the first try). @p user_data names the operation.
   TURNLOOP_DECL void prepare_recv(int fd, unsigned max_size, bool poll_first,
-      std::uint64_t user_data) noexcept;
+      std::uint64_t user_data, bool alone) noexcept;
 
   /// Queues a send of @p size bytes at @p data on @p fd.
   TURNLOOP_DECL void prepare_send(int fd, const void* data, unsigned size,
-      std::uint64_t user_data) noexcept;
+      std::uint64_t user_data, bool alone) noexcept;
 
   /// Queues the cancellation of the operation @p target, or of every
   /// operation if @p target is 0. Its own completion has user_data 0.
-  TURNLOOP_DECL void prepare_cancel(std::uint64_t target) noexcept;
+  TURNLOOP_DECL void prepare_cancel(std::uint64_t target, bool alone)
+    noexcept;
 
   /// Asked, just before the kernel is handed the queued entries, of each
   /// one's user_data (other than 0): true turns the entry into a no-op
@@ -92,7 +96,8 @@ public:
   /// Submits what is queued, and lets the kernel post what has completed.
   /// @p wait_for: block until that many completions are posted.
   /// Returns false with @p error set if the system call failed.
-  TURNLOOP_DECL bool submit(unsigned wait_for, int& error) noexcept;
+  TURNLOOP_DECL bool submit(unsigned wait_for, int& error, bool alone)
+    noexcept;
 
   /// True if entries are queued but not submitted, or the kernel has
   /// completions to post only once this thread enters it.
@@ -139,8 +144,32 @@ public:
   static constexpr unsigned buffer_group = 0;
 
 private:
+  // Holds sq_mutex_ unless the caller runs alone.
+  class sq_guard
+  {
+  public:
+    sq_guard(boost::asio::detail::mutex& m, bool alone) noexcept
+      : mutex_(alone ? nullptr : &m)
+    {
+      if (mutex_)
+        mutex_->lock();
+    }
+
+    ~sq_guard()
+    {
+      if (mutex_)
+        mutex_->unlock();
+    }
+
+    sq_guard(const sq_guard&) = delete;
+    sq_guard& operator=(const sq_guard&) = delete;
+
+  private:
+    boost::asio::detail::mutex* mutex_;
+  };
+
   uring_ring() = default;
-  // Both with sq_mutex_ held.
+  // Both under an sq_guard.
   TURNLOOP_DECL io_uring_sqe* next_sqe() noexcept;
   TURNLOOP_DECL bool enter(unsigned wait_for, int& error) noexcept;
 

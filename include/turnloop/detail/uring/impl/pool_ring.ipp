@@ -144,11 +144,11 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
   op_queue reaped;
   if (in_flight_)
   {
-    ring_->prepare_cancel(0);
+    ring_->prepare_cancel(0, false);
     for (int rounds = 0; in_flight_ && rounds < 1000; ++rounds)
     {
       int error;
-      if (!ring_->submit(1, error))
+      if (!ring_->submit(1, error, false))
         break;
       reap(reaped);
     }
@@ -304,7 +304,7 @@ TURNLOOP_DECL void pool_ring::submit_recv(uring_op& op, int fd,
   ++reads_in_flight_;
   core_.acquire_shared_work();
   ring_->prepare_recv(fd, static_cast<unsigned>(buffer_size_), poll_first,
-      reinterpret_cast<std::uint64_t>(&op));
+      reinterpret_cast<std::uint64_t>(&op), core_.runs_here());
 }
 
 TURNLOOP_DECL void pool_ring::submit_send(uring_op& op, int fd,
@@ -316,7 +316,7 @@ TURNLOOP_DECL void pool_ring::submit_send(uring_op& op, int fd,
   core_.acquire_shared_work();
   ring_->prepare_send(fd, data,
       static_cast<unsigned>(size < UINT_MAX ? size : UINT_MAX),
-      reinterpret_cast<std::uint64_t>(&op));
+      reinterpret_cast<std::uint64_t>(&op), core_.runs_here());
 }
 
 TURNLOOP_DECL void pool_ring::abort(uring_op& op) noexcept
@@ -328,7 +328,8 @@ TURNLOOP_DECL void pool_ring::abort(uring_op& op) noexcept
   // of anything submitted later, so it cannot reach an operation that
   // reuses this one's memory.
   if (op.in_flight_)
-    ring_->prepare_cancel(reinterpret_cast<std::uint64_t>(&op));
+    ring_->prepare_cancel(reinterpret_cast<std::uint64_t>(&op),
+        core_.runs_here());
 }
 
 TURNLOOP_DECL pooled_buffer* pool_ring::buffer_of(
@@ -391,7 +392,7 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
   if (ring_->needs_enter())
   {
     int error;
-    ring_->submit(0, error);
+    ring_->submit(0, error, core_.runs_here());
   }
   if (!in_flight_)
     return false;

@@ -216,9 +216,9 @@ TURNLOOP_DECL io_uring_sqe* uring_ring::next_sqe() noexcept
 }
 
 TURNLOOP_DECL void uring_ring::prepare_recv(int fd, unsigned max_size,
-    bool poll_first, std::uint64_t user_data) noexcept
+    bool poll_first, std::uint64_t user_data, bool alone) noexcept
 {
-  boost::asio::detail::mutex::scoped_lock lock(sq_mutex_);
+  sq_guard guard(sq_mutex_, alone);
   io_uring_sqe* sqe = next_sqe();
   sqe->opcode = IORING_OP_RECV;
   sqe->fd = fd;
@@ -233,9 +233,9 @@ TURNLOOP_DECL void uring_ring::prepare_recv(int fd, unsigned max_size,
 }
 
 TURNLOOP_DECL void uring_ring::prepare_send(int fd, const void* data,
-    unsigned size, std::uint64_t user_data) noexcept
+    unsigned size, std::uint64_t user_data, bool alone) noexcept
 {
-  boost::asio::detail::mutex::scoped_lock lock(sq_mutex_);
+  sq_guard guard(sq_mutex_, alone);
   io_uring_sqe* sqe = next_sqe();
   sqe->opcode = IORING_OP_SEND;
   sqe->fd = fd;
@@ -247,9 +247,10 @@ TURNLOOP_DECL void uring_ring::prepare_send(int fd, const void* data,
   ++to_submit_;
 }
 
-TURNLOOP_DECL void uring_ring::prepare_cancel(std::uint64_t target) noexcept
+TURNLOOP_DECL void uring_ring::prepare_cancel(std::uint64_t target,
+    bool alone) noexcept
 {
-  boost::asio::detail::mutex::scoped_lock lock(sq_mutex_);
+  sq_guard guard(sq_mutex_, alone);
   io_uring_sqe* sqe = next_sqe();
   sqe->opcode = IORING_OP_ASYNC_CANCEL;
   sqe->fd = -1;
@@ -262,9 +263,10 @@ TURNLOOP_DECL void uring_ring::prepare_cancel(std::uint64_t target) noexcept
   ++to_submit_;
 }
 
-TURNLOOP_DECL bool uring_ring::submit(unsigned wait_for, int& error) noexcept
+TURNLOOP_DECL bool uring_ring::submit(unsigned wait_for, int& error,
+    bool alone) noexcept
 {
-  boost::asio::detail::mutex::scoped_lock lock(sq_mutex_);
+  sq_guard guard(sq_mutex_, alone);
   return enter(wait_for, error);
 }
 
