@@ -90,6 +90,20 @@ public:
   /// @throws std::bad_alloc if a new buffer cannot be allocated.
   TURNLOOP_DECL pooled_buffer* take();
 
+  /// Loop thread: the most recently returned free buffer, counted as
+  /// leased; nullptr if none is free (never a new one).
+  pooled_buffer* take_free() noexcept
+  {
+    pooled_buffer* b = free_;
+    if (!b)
+      return nullptr;
+    free_ = b->next;
+    b->next = nullptr;
+    if (++leased_ > leased_high_water_)
+      leased_high_water_ = leased_;
+    return b;
+  }
+
   /// Loop thread: puts @p chain (linked by next, the first one most
   /// recently used) on top of the free list, so it is reused first.
   TURNLOOP_DECL void put(pooled_buffer* chain) noexcept;

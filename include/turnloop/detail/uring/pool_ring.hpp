@@ -187,6 +187,13 @@ public:
       w->remove(op);
   }
 
+  /// A receive is about to be submitted: if the ring holds fewer free
+  /// buffers than receives will then be in flight, lends it one the pool
+  /// has free (never a new one). Data then finds a buffer at once, not an
+  /// empty ring (-ENOBUFS and a second submission), when the buffer of the
+  /// read before went back only after this read was asked for.
+  TURNLOOP_DECL void top_up() noexcept;
+
   /// Submits a receive into a buffer from the ring, in the turn's batch.
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
 

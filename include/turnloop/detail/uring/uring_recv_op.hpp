@@ -63,6 +63,7 @@ public:
         data, [&](void* memory) noexcept {
           return new (memory) uring_recv_op(std::move(handler), ring, fd);
         });
+    ring.top_up();
     ring.submit_recv(*p.p, fd, poll_first);
     p.v = p.p = 0;
   }

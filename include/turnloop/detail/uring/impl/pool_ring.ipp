@@ -295,6 +295,13 @@ TURNLOOP_DECL void pool_ring::recycle(uring_watch* w) noexcept
   free_ = w;
 }
 
+TURNLOOP_DECL void pool_ring::top_up() noexcept
+{
+  if (lent_ <= reads_in_flight_ && lent_ < ring_limit_)
+    if (pooled_buffer* b = store_.take_free())
+      lend(b);
+}
+
 TURNLOOP_DECL void pool_ring::submit_recv(uring_op& op, int fd,
     bool poll_first) noexcept
 {
