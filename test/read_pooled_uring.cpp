@@ -961,3 +961,44 @@ BOOST_AUTO_TEST_CASE(a_read_lends_the_ring_a_free_buffer_when_it_starts)
   BOOST_TEST(pool.stats().minted == 1u);
   BOOST_TEST(pool.stats().in_ring == 0u);
 }
+
+// A socket's watcher stays queued on it between reads, but it is not work:
+// once the reads are done, run() returns, as io_context's does when no
+// operation is pending. (Queued reactor operations count as the
+// scheduler's work; the watcher gives its unit back.)
+BOOST_AUTO_TEST_CASE(a_socket_read_through_the_ring_does_not_keep_run_going)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  std::string got;
+  asio::post(l, [&] { // on the loop's thread: through the ring
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      got.assign(static_cast<const char*>(lease.data().data()),
+          lease.data().size());
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("only", 4));
+  // Out of work, run_for() returns before its time and leaves the loop
+  // stopped; at its time, not stopped.
+  l.run_for(test::deadline);
+  BOOST_TEST(l.stopped());
+  BOOST_TEST(got == "only");
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+
+  // And the watcher, still queued, ends with the socket's close().
+  l.restart();
+  error_code closed;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease) { closed = ec; });
+    asio::post(l, [&] { c.servers[0]->close(); });
+  });
+  l.run_for(test::deadline);
+  BOOST_TEST(l.stopped());
+  BOOST_TEST(closed == asio::error::operation_aborted);
+}

@@ -56,6 +56,17 @@ struct buffer_pool_stats
   /// (io_uring only; at most one per pooled read in flight). Counted in
   /// minted, not in leased.
   std::size_t in_ring = 0;
+
+  /// io_uring_enter calls the pool's ring has made (submissions and waits;
+  /// io_uring only).
+  std::uint64_t io_uring_enters = 0;
+
+  /// True while the loop's blocking waits are the ring's: io_uring_enter,
+  /// with epoll's descriptor polled through the ring, so that a turn of the
+  /// ring's I/O costs one system call (doc/io_uring.md). False where the
+  /// loop waits in epoll (no ring, or /proc could not name epoll's
+  /// descriptor, or the kernel lacks IORING_FEAT_EXT_ARG).
+  bool io_uring_waits = false;
 };
 
 } // namespace turnloop

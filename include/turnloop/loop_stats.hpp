@@ -40,8 +40,13 @@ struct loop_stats
   /// Turns: one pass over the loop's queue and its cross-thread posts.
   std::uint64_t turns = 0;
 
-  /// Times the reactor was run (epoll_wait calls), polling or blocking.
+  /// Reactor steps, polling or blocking: each one epoll_wait call, except
+  /// where the pool's io_uring waits for the loop (doc/io_uring.md), whose
+  /// steps call epoll_wait only when epoll has events (epoll_waits).
   std::uint64_t reactor_runs = 0;
+
+  /// epoll_wait calls the reactor made.
+  std::uint64_t epoll_waits = 0;
 
   /// Of those, the ones allowed to block: the loop had nothing ready.
   std::uint64_t os_waits = 0;

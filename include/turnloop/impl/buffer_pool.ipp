@@ -352,6 +352,11 @@ TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
   s.io_uring_error = ring_error_;
   if (store_)
     s.in_ring = store_->in_ring();
+  if (ring_)
+  {
+    s.io_uring_enters = ring_->enters();
+    s.io_uring_waits = ring_->reactor_descriptor() >= 0;
+  }
   return s;
 }
 

@@ -327,6 +327,7 @@ private:
   std::uint64_t turns_ = 0;
   std::uint64_t visits_ = 0;
   std::uint64_t reactor_runs_ = 0;
+  std::uint64_t epoll_skips_ = 0; // reactor steps with no epoll_wait
   std::uint64_t parks_ = 0;
   progress nested_{};              // done by nested run()/poll() calls
   std::size_t local_high_water_ = 0;

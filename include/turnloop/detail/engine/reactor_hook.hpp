@@ -36,6 +36,21 @@ public:
   /// After the reactor's wait: moves what completed during it into @p ops.
   virtual void after_wait(op_queue& ops) noexcept = 0;
 
+  /// Asked after before_wait(): true if the hook does this step's wait
+  /// itself, watching the reactor's own descriptor, so that a step costs
+  /// one blocking system call, not two. The reactor is then polled only
+  /// when reactor_ready() says so, and after_wait() is not called.
+  virtual bool waits_itself() const noexcept = 0;
+
+  /// Blocks until a completion is posted, the reactor's descriptor is
+  /// ready, or @p usec microseconds pass (< 0: no limit); moves what
+  /// completed into @p ops. Returns at once if the reactor is known ready.
+  virtual void wait(long usec, op_queue& ops) noexcept = 0;
+
+  /// True, once, if the reactor's descriptor was found ready since the
+  /// last call (the reactor must be polled); its watch is renewed.
+  virtual bool reactor_ready() noexcept = 0;
+
 protected:
   reactor_hook() noexcept = default;
   reactor_hook(const reactor_hook&) = delete;

@@ -21,13 +21,16 @@ inline void add_ceiling(ceiling_use& t, const ceiling_use& s) noexcept
 }
 
 /// Adds every field of @p s to @p t, except pool.buffer_size, a size per
-/// buffer and the same on every loop of a group, which is copied.
+/// buffer and the same on every loop of a group, which is copied, and the
+/// pool's path, io_uring_error and io_uring_waits, which say how one loop
+/// reads (each loop's own stats() tells).
 inline void add_stats(loop_stats& t, const loop_stats& s) noexcept
 {
   t.handlers_run += s.handlers_run;
   t.io_completions += s.io_completions;
   t.turns += s.turns;
   t.reactor_runs += s.reactor_runs;
+  t.epoll_waits += s.epoll_waits;
   t.os_waits += s.os_waits;
   t.wakes += s.wakes;
   t.local_queued += s.local_queued;
@@ -51,6 +54,8 @@ inline void add_stats(loop_stats& t, const loop_stats& s) noexcept
   t.pool.waiting += s.pool.waiting;
   t.pool.waits += s.pool.waits;
   t.pool.refusals += s.pool.refusals;
+  t.pool.in_ring += s.pool.in_ring;
+  t.pool.io_uring_enters += s.pool.io_uring_enters;
 
   t.blocking.threads += s.blocking.threads;
   t.blocking.busy += s.blocking.busy;

@@ -230,6 +230,25 @@ public:
   TURNLOOP_DECL bool before_wait(op_queue& ops, bool blocking)
     noexcept override;
   TURNLOOP_DECL void after_wait(op_queue& ops) noexcept override;
+  bool waits_itself() const noexcept override
+  {
+    return waits_itself_;
+  }
+  TURNLOOP_DECL void wait(long usec, op_queue& ops) noexcept override;
+  TURNLOOP_DECL bool reactor_ready() noexcept override;
+
+  /// The reactor's epoll descriptor, if found and fit for the ring to wait
+  /// on (see find_reactor_descriptor); -1 if the loop waits in epoll.
+  int reactor_descriptor() const noexcept
+  {
+    return reactor_fd_;
+  }
+
+  /// io_uring_enter calls made so far.
+  std::uint64_t enters() const noexcept
+  {
+    return ring_->enters();
+  }
 
 private:
   friend class uring_watch;
@@ -274,6 +293,13 @@ private:
   // the ring's eventfd.
   class wake_op;
 
+  // Queues the poll of the reactor's descriptor, unless one is queued or
+  // in the kernel.
+  TURNLOOP_DECL void watch_reactor(bool alone) noexcept;
+
+  // The poll's user_data: no operation's address.
+  static constexpr std::uint64_t reactor_watch_tag = 1;
+
   loop_core& core_;
   buffer_store& store_;
   uring_ring* ring_;
@@ -289,7 +315,19 @@ private:
   std::vector<uring_watch*> watch_by_fd_; // each socket's newest watcher
   epoll_reactor::per_descriptor_data wake_data_ = nullptr;
   bool signalling_ = false;        // the eventfd is on, for a blocking wait
+
+  // Waiting in the ring (doc/io_uring.md, "One system call a turn").
+  int reactor_fd_ = -1;            // epoll's descriptor, polled by the ring
+  bool waits_itself_ = false;      // this step's wait is the ring's
+  bool watch_armed_ = false;       // the poll is queued or in the kernel
+  bool reactor_ready_ = false;     // the poll fired; epoll not run since
 };
+
+/// The epoll descriptor in which @p registered (a descriptor the reactor
+/// registered) is watched, found through /proc/self/fdinfo, if that epoll
+/// also watches a timerfd (the reactor's timers then need no timeout of
+/// their own); -1 if there is none, or /proc cannot tell.
+TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept;
 
 /// Installed in an io_uring operation's cancellation slot: any type asks
 /// the kernel to end it.

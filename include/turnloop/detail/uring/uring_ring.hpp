@@ -93,6 +93,31 @@ public:
     withdraw_ = f;
   }
 
+  /// Queues a one-shot poll of @p fd for readability: it completes (with
+  /// the events, or an error) once @p fd is readable, at once if it is
+  /// when submitted.
+  TURNLOOP_DECL void prepare_poll(int fd, std::uint64_t user_data, bool alone)
+    noexcept;
+
+  /// True if the kernel takes a timeout for a wait (IORING_FEAT_EXT_ARG)
+  /// and polls descriptors: wait() can be a loop's one blocking call.
+  bool can_wait() const noexcept
+  {
+    return can_wait_;
+  }
+
+  /// io_uring_enter calls made so far.
+  std::uint64_t enters() const noexcept
+  {
+    return enters_;
+  }
+
+  /// Submits what is queued and blocks until a completion is posted, or
+  /// @p usec microseconds have passed (@p usec < 0: no limit), or a signal
+  /// interrupts it. Needs can_wait(). Returns false with @p error set if
+  /// the system call failed.
+  TURNLOOP_DECL bool wait(long usec, int& error, bool alone) noexcept;
+
   /// Submits what is queued, and lets the kernel post what has completed.
   /// @p wait_for: block until that many completions are posted.
   /// Returns false with @p error set if the system call failed.
@@ -171,7 +196,8 @@ private:
   uring_ring() = default;
   // Both under an sq_guard.
   TURNLOOP_DECL io_uring_sqe* next_sqe() noexcept;
-  TURNLOOP_DECL bool enter(unsigned wait_for, int& error) noexcept;
+  TURNLOOP_DECL bool enter(unsigned wait_for, int& error,
+      long usec = -1) noexcept;
 
   int ring_fd_ = -1;
   int event_fd_ = -1;
@@ -195,6 +221,8 @@ private:
   io_uring_cqe* cqes_ = nullptr;
   unsigned cq_mask_ = 0;
   unsigned to_submit_ = 0;
+  std::uint64_t enters_ = 0;
+  bool can_wait_ = false;
   withdraw_function withdraw_ = nullptr;
   boost::asio::detail::mutex sq_mutex_;
 

@@ -702,9 +702,22 @@ TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
   // other step polls at least, so epoll's sockets and timers wait one step
   // at most, and a turn of the ring's I/O costs one system call, not two.
   const bool ring_ready = hook_->before_wait(ops, usec != 0);
+  if (hook_->waits_itself())
+  {
+    // The ring watches epoll's descriptor: its wait is the step's one
+    // blocking call, and epoll is polled only when it has events.
+    if (!ring_ready && usec != 0)
+      hook_->wait(usec, ops);
+    if (hook_->reactor_ready())
+      epoll_reactor::run(0, ops);
+    else
+      ++core_.epoll_skips_;
+    return;
+  }
   if (ring_ready && polled_last_)
   {
     polled_last_ = false;
+    ++core_.epoll_skips_;
     return;
   }
   polled_last_ = true;
@@ -798,6 +811,7 @@ TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
   s.io_completions = io_completions_;
   s.turns = turns_;
   s.reactor_runs = reactor_runs_;
+  s.epoll_waits = reactor_runs_ - epoll_skips_;
   s.os_waits = parks_;
   s.wakes = wakes_.load(std::memory_order_relaxed);
   s.local_queued = local_.size();

@@ -11,10 +11,20 @@
 #include <turnloop/detail/pool/buffer_store.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/detail/scheduler.hpp>
 
+#include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 namespace turnloop {
 namespace detail {
@@ -40,6 +50,11 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
     std::size_t)
 {
   uring_watch* w = static_cast<uring_watch*>(base);
+  // Run (not destroyed): the scheduler, its owner, consumes a unit of work
+  // once this returns, and the watcher gave its unit back when it was
+  // queued (pool_ring::watch).
+  if (owner)
+    static_cast<boost::asio::detail::scheduler*>(owner)->work_started();
   if (!w->ring_)
   {
     // Its ring has gone; so has its operation.
@@ -118,6 +133,8 @@ TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
     return nullptr;
   }
   ring->set_withdraw(&pool_ring::withdrawn);
+  if (ring->can_wait())
+    p->reactor_fd_ = find_reactor_descriptor(ring->event_descriptor());
   core.reactor().set_hook(p);
   return p;
 }
@@ -250,10 +267,30 @@ TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
   // is simply queued.
   core_.reactor().start_op(epoll_reactor::except_op, fd, data, w, false,
       true);
+  // A queued reactor operation counts as the scheduler's work, and this
+  // one stays queued between the socket's operations: it must not keep
+  // run() from returning (the operations it watches hold work of their
+  // own). Its completion takes the unit back before it is consumed.
+  core_.release_work(false);
+  // The socket's data is the ring's now: epoll need not wake for it (when
+  // the ring waits for the loop, each such wake would cost an epoll run).
+  // EPOLLIN goes from the registration, the rest stays as Asio made it,
+  // EPOLLOUT included (a write of Asio's may be waiting). Asio's own next
+  // read of the socket puts EPOLLIN back: with the watcher queued it does
+  // not read speculatively, and re-registers the events it recorded.
+  if (reactor_fd_ >= 0 && data)
+  {
+    epoll_event ev{};
+    ev.events = EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLET;
+    ev.data.ptr = data;
+    ::epoll_ctl(reactor_fd_, EPOLL_CTL_MOD, fd, &ev);
+  }
 }
 
 TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
 {
+  if (user_data == reactor_watch_tag)
+    return false;
   auto* op = reinterpret_cast<uring_op*>(user_data);
   if (!op->aborted_ && !(op->watch_
         && op->watch_->ec_ == boost::asio::error::operation_aborted))
@@ -376,6 +413,16 @@ TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
       {
         if (!user_data)
           return; // a cancellation's own completion
+        if (user_data == reactor_watch_tag)
+        {
+          watch_armed_ = false;
+          reactor_ready_ = true;
+          // A poll the kernel refuses (not its cancellation at shutdown)
+          // leaves the waiting to epoll from now on.
+          if (r.res < 0 && r.res != -ECANCELED)
+            reactor_fd_ = -1;
+          return;
+        }
         auto* op = reinterpret_cast<uring_op*>(user_data);
         op->result_ = r;
         op->in_flight_ = false;
@@ -394,18 +441,45 @@ TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
 TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
     bool blocking) noexcept
 {
+  // The step's wait is the ring's when the loop runs on its own thread
+  // with operations in the ring; otherwise epoll's, as for a loop without
+  // a ring (an idle ring would make each of epoll's events cost two
+  // calls). The poll of epoll's descriptor must then be in the kernel
+  // before the wait: it is submitted with the turn's entries.
+  const bool alone = core_.runs_here();
+  waits_itself_ = reactor_fd_ >= 0 && in_flight_ && alone;
+  if (waits_itself_)
+  {
+    watch_reactor(alone);
+    // What the kernel has posted is taken first. If there is some, or the
+    // step is to block, the turn's entries wait for the next call that
+    // enters the kernel anyway (the next step's, or this step's wait), so
+    // that a turn costs one system call.
+    op_queue reaped;
+    reap(reaped);
+    if (reaped.empty() && !blocking && ring_->needs_enter())
+    {
+      int error;
+      ring_->submit(0, error, alone);
+      reap(reaped);
+    }
+    const bool any = !reaped.empty();
+    ops.push(reaped);
+    return any;
+  }
+
   // The turn's submissions, in one system call; it also lets the kernel
   // post what this thread's completions left for it.
   if (ring_->needs_enter())
   {
     int error;
-    ring_->submit(0, error, core_.runs_here());
+    ring_->submit(0, error, alone);
   }
-  if (!in_flight_)
+  if (!in_flight_ && !watch_armed_)
     return false;
   op_queue reaped;
   reap(reaped);
-  if (reaped.empty() && blocking)
+  if (reaped.empty() && blocking && !waits_itself_)
   {
     // Completions made on this thread are posted when the wait is
     // interrupted to run them; those of a thread that ran the loop before
@@ -418,6 +492,130 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
   const bool any = !reaped.empty();
   ops.push(reaped);
   return any;
+}
+
+TURNLOOP_DECL void pool_ring::wait(long usec, op_queue& ops) noexcept
+{
+  if (reactor_ready_)
+    return;
+  // Completions of this thread's operations are finished inside the wait;
+  // those left to a thread that ran the loop before are posted by it, and
+  // the wait ends for any completion posted, so the eventfd stays off.
+  int error;
+  if (!ring_->wait(usec, error, true))
+  {
+    // The ring cannot wait (it could a moment ago): epoll waits from now on,
+    // and polls this step.
+    reactor_fd_ = -1;
+    reactor_ready_ = true;
+    return;
+  }
+  reap(ops);
+}
+
+TURNLOOP_DECL bool pool_ring::reactor_ready() noexcept
+{
+  if (!reactor_ready_)
+    return false;
+  reactor_ready_ = false;
+  // Queued now, submitted with the next step's entries: a one-shot poll
+  // looks at the descriptor when it is submitted, after this step's epoll
+  // run has taken what is ready now.
+  if (reactor_fd_ >= 0)
+    watch_reactor(core_.runs_here());
+  return true;
+}
+
+TURNLOOP_DECL void pool_ring::watch_reactor(bool alone) noexcept
+{
+  if (watch_armed_)
+    return;
+  watch_armed_ = true;
+  ring_->prepare_poll(reactor_fd_, reactor_watch_tag, alone);
+}
+
+namespace {
+
+// True if /proc/self/fd/<fd> links to @p name ("anon_inode:[timerfd]"...).
+bool descriptor_is(long fd, const char* name) noexcept
+{
+  char path[64];
+  char link[64];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
+  const ssize_t n = ::readlink(path, link, sizeof(link) - 1);
+  if (n <= 0)
+    return false;
+  link[n] = 0;
+  return std::strcmp(link, name) == 0;
+}
+
+// Reads epoll descriptor @p fd's fdinfo, a "tfd: <n> events: ..." line for
+// each descriptor it watches (as many as the loop has sockets: read in
+// pieces): whether it watches @p registered, and a timerfd.
+void scan_epoll(long fd, int registered, bool& has_registered,
+    bool& has_timer) noexcept
+{
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%ld", fd);
+  const int info = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (info < 0)
+    return;
+  char text[4096];
+  std::size_t kept = 0; // the start of a line the last piece cut
+  for (;;)
+  {
+    const ssize_t got = ::read(info, text + kept, sizeof(text) - 1 - kept);
+    if (got <= 0)
+      break;
+    const std::size_t size = kept + static_cast<std::size_t>(got);
+    text[size] = 0;
+    char* line = text;
+    for (char* nl; (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1)
+    {
+      *nl = 0;
+      int target;
+      if (std::sscanf(line, "tfd: %d", &target) == 1)
+      {
+        if (target == registered)
+          has_registered = true;
+        else if (!has_timer && descriptor_is(target, "anon_inode:[timerfd]"))
+          has_timer = true;
+      }
+    }
+    kept = size - static_cast<std::size_t>(line - text);
+    if (kept == sizeof(text) - 1)
+      kept = 0; // no line is that long: drop it
+    std::memmove(text, line, kept);
+  }
+  ::close(info);
+}
+
+} // namespace
+
+TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept
+{
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir)
+    return -1;
+  int found = -1;
+  while (dirent* e = ::readdir(dir))
+  {
+    char* end;
+    const long fd = std::strtol(e->d_name, &end, 10);
+    if (*end || end == e->d_name || fd == ::dirfd(dir)
+        || !descriptor_is(fd, "anon_inode:[eventpoll]"))
+      continue;
+    bool has_registered = false;
+    bool has_timer = false;
+    scan_epoll(fd, registered, has_registered, has_timer);
+    if (has_registered)
+    {
+      found = has_timer ? static_cast<int>(fd) : -1;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return found;
 }
 
 TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept

@@ -11,6 +11,9 @@
 #include <cstring>
 #include <new>
 
+#include <poll.h>
+#include <signal.h>
+
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -166,9 +169,15 @@ TURNLOOP_DECL uring_ring* uring_ring::create(std::size_t buffer_slots,
   const auto* probe = reinterpret_cast<const io_uring_probe*>(probe_bytes);
   const auto* ops = reinterpret_cast<const io_uring_probe_op*>(
       probe_bytes + sizeof(io_uring_probe));
+  auto supported = [&](unsigned op) {
+    return op <= probe->last_op && (ops[op].flags & IO_URING_OP_SUPPORTED);
+  };
   for (unsigned op : {IORING_OP_RECV, IORING_OP_SEND, IORING_OP_ASYNC_CANCEL})
-    if (op > probe->last_op || (ops[op].flags & IO_URING_OP_SUPPORTED) == 0)
+    if (!supported(op))
       return fail(ENOTSUP);
+  // Optional: without them the loop waits in epoll, as before.
+  r->can_wait_ = (p.features & IORING_FEAT_EXT_ARG) != 0
+    && supported(IORING_OP_POLL_ADD);
   return r;
 }
 
@@ -263,6 +272,26 @@ TURNLOOP_DECL void uring_ring::prepare_cancel(std::uint64_t target,
   ++to_submit_;
 }
 
+TURNLOOP_DECL void uring_ring::prepare_poll(int fd, std::uint64_t user_data,
+    bool alone) noexcept
+{
+  sq_guard guard(sq_mutex_, alone);
+  io_uring_sqe* sqe = next_sqe();
+  sqe->opcode = IORING_OP_POLL_ADD;
+  sqe->fd = fd;
+  sqe->poll32_events = POLLIN;
+  sqe->user_data = user_data;
+  __atomic_store_n(sq_tail_, *sq_tail_ + 1, __ATOMIC_RELEASE);
+  ++to_submit_;
+}
+
+TURNLOOP_DECL bool uring_ring::wait(long usec, int& error, bool alone)
+  noexcept
+{
+  sq_guard guard(sq_mutex_, alone);
+  return enter(1, error, usec);
+}
+
 TURNLOOP_DECL bool uring_ring::submit(unsigned wait_for, int& error,
     bool alone) noexcept
 {
@@ -270,7 +299,8 @@ TURNLOOP_DECL bool uring_ring::submit(unsigned wait_for, int& error,
   return enter(wait_for, error);
 }
 
-TURNLOOP_DECL bool uring_ring::enter(unsigned wait_for, int& error) noexcept
+TURNLOOP_DECL bool uring_ring::enter(unsigned wait_for, int& error,
+    long usec) noexcept
 {
   error = 0;
   if (withdraw_)
@@ -292,6 +322,17 @@ TURNLOOP_DECL bool uring_ring::enter(unsigned wait_for, int& error) noexcept
       }
     }
   }
+  // A timed wait passes its timeout beside the signal mask (EXT_ARG).
+  __kernel_timespec timeout{};
+  io_uring_getevents_arg arg{};
+  const bool timed = wait_for && usec >= 0;
+  if (timed)
+  {
+    timeout.tv_sec = usec / 1000000;
+    timeout.tv_nsec = (usec % 1000000) * 1000;
+    arg.sigmask_sz = _NSIG / 8;
+    arg.ts = reinterpret_cast<std::uint64_t>(&timeout);
+  }
   for (;;)
   {
     const unsigned n = to_submit_;
@@ -299,18 +340,24 @@ TURNLOOP_DECL bool uring_ring::enter(unsigned wait_for, int& error) noexcept
     if (wait_for || (*sq_flags_ & IORING_SQ_TASKRUN)
         || (*sq_flags_ & IORING_SQ_CQ_OVERFLOW))
       flags |= IORING_ENTER_GETEVENTS;
+    if (timed)
+      flags |= IORING_ENTER_EXT_ARG;
+    ++enters_;
     const long r = ::syscall(__NR_io_uring_enter, ring_fd_, n, wait_for,
-        flags, nullptr, 0);
+        flags, timed ? &arg : nullptr, timed ? sizeof(arg) : 0);
     if (r >= 0)
     {
       to_submit_ -= static_cast<unsigned>(r) < n
         ? static_cast<unsigned>(r) : n;
       return true;
     }
+    if (errno == ETIME)
+      return true; // the timed wait ran out, with nothing to submit
+                   // (a submission returns its count, not the timeout)
     if (errno == EINTR)
     {
-      if (wait_for)
-        continue;
+      // A blocking wait's caller looks again: a signal or a spurious wake
+      // ends the wait, as epoll_wait's does.
       return true;
     }
     if (errno == EAGAIN || errno == EBUSY)
