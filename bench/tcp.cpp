@@ -522,6 +522,16 @@ struct echo
       res.details.emplace_back("pool_leased_high_water",
           double(pool.leased_high_water));
       res.details.emplace_back("pool_waits", double(pool.waits));
+      // On the ring's path the server's only per-message system calls are
+      // the ring's enters and epoll's waits (the ring sends and receives),
+      // so their sum per message is its system calls per message, counted
+      // without strace (which slows what it counts).
+      if (pool.path == turnloop::io_path::io_uring)
+        res.details.emplace_back("server_syscalls_per_message",
+            double(pool.io_uring_enters + server_ctx->stats().epoll_waits)
+              / double(messages));
+      res.details.emplace_back("pool_io_uring_waits",
+          pool.io_uring_waits ? 1.0 : 0.0);
     }
     return res;
   }

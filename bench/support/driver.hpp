@@ -88,6 +88,7 @@ void add_loop_stats(result& r, const Context& ctx)
     r.details.emplace_back("loop_handlers_run", double(s.handlers_run));
     r.details.emplace_back("loop_turns", double(s.turns));
     r.details.emplace_back("loop_reactor_runs", double(s.reactor_runs));
+    r.details.emplace_back("loop_epoll_waits", double(s.epoll_waits));
     r.details.emplace_back("loop_os_waits", double(s.os_waits));
     r.details.emplace_back("loop_wakes", double(s.wakes));
     r.details.emplace_back("loop_posts_queued_high_water",

@@ -329,6 +329,10 @@ private:
 /// their own); -1 if there is none, or /proc cannot tell.
 TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept;
 
+/// True if the program runs under Valgrind, where a loop must not block in
+/// io_uring_enter (see the definition).
+TURNLOOP_DECL bool under_valgrind() noexcept;
+
 /// Installed in an io_uring operation's cancellation slot: any type asks
 /// the kernel to end it.
 class uring_cancellation

@@ -133,7 +133,7 @@ TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
     return nullptr;
   }
   ring->set_withdraw(&pool_ring::withdrawn);
-  if (ring->can_wait())
+  if (ring->can_wait() && !under_valgrind())
     p->reactor_fd_ = find_reactor_descriptor(ring->event_descriptor());
   core.reactor().set_hook(p);
   return p;
@@ -442,12 +442,13 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
     bool blocking) noexcept
 {
   // The step's wait is the ring's when the loop runs on its own thread
-  // with operations in the ring; otherwise epoll's, as for a loop without
-  // a ring (an idle ring would make each of epoll's events cost two
-  // calls). The poll of epoll's descriptor must then be in the kernel
-  // before the wait: it is submitted with the turn's entries.
+  // and some socket uses the ring (its watcher is queued, between its
+  // operations too); otherwise epoll's, as for a loop without a ring (a
+  // ring no socket uses would make each of epoll's events cost two calls).
+  // The poll of epoll's descriptor must then be in the kernel before the
+  // wait: it is submitted with the turn's entries.
   const bool alone = core_.runs_here();
-  waits_itself_ = reactor_fd_ >= 0 && in_flight_ && alone;
+  waits_itself_ = reactor_fd_ >= 0 && live_ && alone;
   if (waits_itself_)
   {
     watch_reactor(alone);
@@ -591,6 +592,16 @@ void scan_epoll(long fd, int registered, bool& has_registered,
 }
 
 } // namespace
+
+TURNLOOP_DECL bool under_valgrind() noexcept
+{
+  // Valgrind runs one thread at a time and does not let another run while
+  // one blocks in io_uring_enter (as it does for epoll_wait): a loop waiting
+  // in its ring would stop every other thread. Its launcher preloads its
+  // own libraries, which is how a program finds it is under it.
+  const char* preload = std::getenv("LD_PRELOAD");
+  return preload && std::strstr(preload, "vgpreload");
+}
 
 TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept
 {

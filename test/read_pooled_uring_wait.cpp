@@ -1,0 +1,326 @@
+//
+// test/read_pooled_uring_wait.cpp
+//
+// A loop with pooled reads in its io_uring waits in the ring: its blocking
+// wait is io_uring_enter, with epoll's descriptor polled through the ring
+// (doc/io_uring.md, "One system call a turn"). Everything that ends an
+// epoll wait must end this one: a post from another thread, a timer, data
+// on a socket that Asio reads, run_for()'s time. And epoll_wait is not
+// called for the ring's own traffic: this module counts the program's
+// epoll_wait calls by defining epoll_wait itself, which Asio's calls reach
+// before the C library's.
+//
+// A case that must catch the loop blocked in the ring reads the loop
+// thread's /proc/self/task/<tid>/syscall, which names the system call it
+// is blocked in, before it acts.
+//
+// TURNLOOP_TEST_NO_IO_URING=1 skips these cases (read_pooled_uring.cpp).
+//
+
+#include <turnloop/read_pooled.hpp>
+
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/loop.hpp>
+
+#define BOOST_TEST_MODULE read_pooled_uring_wait
+#include <boost/test/unit_test.hpp>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "pooled_echo.hpp"
+#include "support.hpp"
+
+namespace {
+
+std::atomic<unsigned long> epoll_wait_calls{0};
+
+} // namespace
+
+extern "C" int epoll_wait(int epfd, epoll_event* events, int maxevents,
+    int timeout)
+{
+  epoll_wait_calls.fetch_add(1, std::memory_order_relaxed);
+  return static_cast<int>(::syscall(SYS_epoll_pwait, epfd, events, maxevents,
+        timeout, nullptr, 8));
+}
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
+using turnloop::buffer_lease;
+using turnloop::buffer_pool;
+using turnloop::io_path;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool skipped()
+{
+  const char* v = std::getenv("TURNLOOP_TEST_NO_IO_URING");
+  if (v && *v == '1')
+  {
+    BOOST_TEST_MESSAGE("io_uring cases skipped (TURNLOOP_TEST_NO_IO_URING)");
+    return true;
+  }
+  return false;
+}
+
+turnloop::config ring_config()
+{
+  turnloop::config c;
+  c.pooled_buffers = 16;
+  c.pooled_buffer_size = 1024;
+  c.pooled_io = io_path::io_uring;
+  return c;
+}
+
+using test::connections;
+
+/// True once thread @p tid is blocked in io_uring_enter, as its /proc
+/// entry tells; false at the deadline.
+bool blocked_in_the_ring(pid_t tid)
+{
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/task/%d/syscall",
+      static_cast<int>(tid));
+  return test::wait_for([&] {
+    std::FILE* f = std::fopen(path, "r");
+    if (!f)
+      return false;
+    long number = -1;
+    const int got = std::fscanf(f, "%ld", &number);
+    std::fclose(f);
+    return got == 1 && number == SYS_io_uring_enter;
+  });
+}
+
+/// A loop run on a thread of its own, with one pooled read of
+/// c.servers[0] in its ring that stays pending (its client sends nothing)
+/// until stop() closes that socket, ending the loop's work.
+struct waiting_loop
+{
+  turnloop::loop l{ring_config()};
+  connections c{l, 2};
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> read_ended{false};
+  std::thread runner;
+
+  waiting_loop()
+  {
+    asio::post(l, [this] {
+      tid = static_cast<pid_t>(::syscall(SYS_gettid));
+      turnloop::async_read_pooled(*c.servers[0], [this](error_code,
+            buffer_lease) { read_ended = true; });
+    });
+    runner = std::thread([this] { l.run(); });
+  }
+
+  ~waiting_loop()
+  {
+    stop();
+  }
+
+  void stop()
+  {
+    if (!runner.joinable())
+      return;
+    asio::post(l, [this] { c.servers[0]->close(); });
+    runner.join();
+  }
+
+  bool blocked()
+  {
+    return test::wait_for([&] { return tid.load() != 0; })
+      && blocked_in_the_ring(tid.load());
+  }
+};
+
+} // namespace
+
+// The ring's traffic wakes the loop through the ring alone: an echo of 200
+// rounds, its client on another thread with blocking calls, makes almost no
+// epoll_wait calls (without the ring's wait, one or two a round).
+BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config());
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  // The client's socket is not the loop's: its data must not wake the
+  // loop's epoll.
+  asio::io_context elsewhere;
+  tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket server(l);
+  tcp::socket client_socket(elsewhere);
+  client_socket.connect(acceptor.local_endpoint());
+  acceptor.accept(server);
+  test::pooled_echo_session session(server);
+  asio::post(l, [&] { session.start(); });
+
+  constexpr int rounds = 200;
+  std::atomic<int> echoed{0};
+  std::thread client([&] {
+    tcp::socket& s = client_socket;
+    std::string back(16, '\0');
+    for (int i = 0; i != rounds; ++i)
+    {
+      const std::string message = "message " + std::to_string(1000 + i);
+      asio::write(s, asio::buffer(message));
+      asio::read(s, asio::buffer(back.data(), message.size()));
+      if (back.compare(0, message.size(), message) == 0)
+        ++echoed;
+    }
+    s.shutdown(tcp::socket::shutdown_both);
+  });
+  const unsigned long before = epoll_wait_calls.load();
+  BOOST_TEST(test::run_until(l, [&] { return !!session.ended_with(); }));
+  client.join();
+  const unsigned long waits = epoll_wait_calls.load() - before;
+
+  BOOST_TEST(echoed == rounds);
+  BOOST_TEST(pool.stats().io_uring_waits);
+  BOOST_TEST(waits <= rounds / 10u, waits << " epoll_wait calls");
+  BOOST_TEST(l.stats().epoll_waits <= rounds / 10u);
+  BOOST_TEST(pool.stats().io_uring_enters >= static_cast<unsigned>(rounds));
+}
+
+// A post from another thread reaches a loop blocked in the ring: it wakes
+// epoll's interrupter, which the ring polls.
+BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring)
+{
+  if (skipped())
+    return;
+  waiting_loop w;
+  BOOST_TEST_REQUIRE(w.blocked());
+  std::atomic<bool> ran{false};
+  asio::post(w.l, [&] { ran = true; });
+  BOOST_TEST(test::wait_for([&] { return ran.load(); }));
+  BOOST_TEST(!w.read_ended);
+  w.stop();
+  BOOST_TEST(w.read_ended);
+  BOOST_TEST(asio::use_service<buffer_pool>(w.l).stats().io_uring_waits);
+}
+
+// A timer ends a wait in the ring: Asio's timerfd is one of epoll's
+// descriptors.
+BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring)
+{
+  if (skipped())
+    return;
+  waiting_loop w;
+  BOOST_TEST_REQUIRE(w.blocked());
+  asio::steady_timer timer(w.l);
+  std::atomic<bool> fired{false};
+  // Armed on the loop's thread, for a time well after the post has run.
+  asio::post(w.l, [&] {
+    timer.expires_after(50ms);
+    timer.async_wait([&](error_code ec) { fired = !ec; });
+  });
+  BOOST_TEST_REQUIRE(w.blocked()); // back in the ring, the timer pending
+  BOOST_TEST(test::wait_for([&] { return fired.load(); }));
+  w.stop();
+}
+
+// Data on a socket Asio reads (on epoll) ends a wait in the ring.
+BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring)
+{
+  if (skipped())
+    return;
+  waiting_loop w;
+  char byte = 0;
+  std::atomic<bool> got{false};
+  asio::post(w.l, [&] {
+    w.c.servers[1]->async_read_some(asio::buffer(&byte, 1),
+        [&](error_code ec, std::size_t) { got = !ec && byte == 'a'; });
+  });
+  BOOST_TEST_REQUIRE(w.blocked());
+  asio::write(*w.c.clients[1], asio::buffer("a", 1));
+  BOOST_TEST(test::wait_for([&] { return got.load(); }));
+  w.stop();
+}
+
+// run_for() ends at its time while the loop waits in the ring with nothing
+// to do: the ring's wait takes the timeout.
+BOOST_AUTO_TEST_CASE(run_for_ends_at_its_time_while_the_ring_waits)
+{
+  if (skipped())
+    return;
+  turnloop::loop l(ring_config());
+  connections c(l, 1);
+  bool ended = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code,
+          buffer_lease) { ended = true; });
+  });
+  // Should the timeout be lost, this ends the test instead of hanging it.
+  std::atomic<bool> done{false};
+  std::thread guard([&] {
+    if (!test::wait_for([&] { return done.load(); }))
+      asio::post(l, [&] { c.servers[0]->close(); });
+  });
+  const auto start = std::chrono::steady_clock::now();
+  l.run_for(200ms);
+  const auto took = std::chrono::steady_clock::now() - start;
+  done = true;
+  guard.join();
+  BOOST_TEST(!ended);
+  BOOST_TEST(!l.stopped()); // returned at its time, with the read pending
+  BOOST_TEST((took >= 190ms));
+  BOOST_TEST((took < test::deadline));
+  BOOST_TEST(asio::use_service<buffer_pool>(l).stats().io_uring_waits);
+}
+
+// Where the ring must not wait (here: under Valgrind, as its launcher's
+// preload tells), epoll waits as before, and the echo works the same.
+BOOST_AUTO_TEST_CASE(under_valgrind_the_loop_waits_in_epoll)
+{
+  if (skipped())
+    return;
+  const char* old = std::getenv("LD_PRELOAD");
+  const std::string saved = old ? old : "";
+  ::setenv("LD_PRELOAD", "/usr/libexec/valgrind/vgpreload_core-amd64-linux.so",
+      1);
+  struct restore
+  {
+    const char* old;
+    const std::string& saved;
+    ~restore()
+    {
+      if (old)
+        ::setenv("LD_PRELOAD", saved.c_str(), 1);
+      else
+        ::unsetenv("LD_PRELOAD");
+    }
+  } restore_at_end{old, saved}; // the ring is set up at the first read
+  turnloop::loop l(ring_config());
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  std::string got;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+          buffer_lease lease) {
+      BOOST_TEST(!ec);
+      got.assign(static_cast<const char*>(lease.data().data()),
+          lease.data().size());
+    });
+  });
+  asio::write(*c.clients[0], asio::buffer("epoll", 5));
+  BOOST_TEST(test::run_until(l, [&] { return got == "epoll"; }));
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(!pool.stats().io_uring_waits);
+}
