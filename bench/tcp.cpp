@@ -413,8 +413,8 @@ struct ping_pong
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(*this, pooled, make,
-        o, r);
+    return with_server_session<echo_session, pooled_echo_session>(
+        *this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
@@ -475,8 +475,8 @@ struct echo
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(*this, pooled, make,
-        o, r);
+    return with_server_session<echo_session, pooled_echo_session>(
+        *this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
@@ -949,8 +949,8 @@ struct http
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<http_server_session, pooled_http_server_session>(*this, pooled, make,
-        o, r);
+    return with_server_session<http_server_session,
+        pooled_http_server_session>(*this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
