@@ -84,6 +84,33 @@ def pooled_rows(name, subcommand, sizes, metrics, description, args,
                      args={**args, "config": "pooled_epoll"})]
 
 
+def memory_pooled_rows():
+    """memory_idle_connections with pooled reads on turnloop's side, once per
+    config: net, then net_io_uring (through io_uring); the io_context sides
+    run the stock server."""
+    rows = []
+    for suffix, label, config, description in (
+            ("", "memory_idle_connections pooled", "net",
+             "the same with pooled reads, no buffer per connection "
+             "(turnloop, config net, whose max_operations admits every "
+             "pending read; the io_context sides: the stock server, a 16 KiB "
+             "buffer per connection)"),
+            ("_io_uring", "memory_idle_connections pooled io_uring",
+             "net_io_uring",
+             "the same with pooled reads through io_uring (config "
+             "net_io_uring)")):
+        rows.append(Workload(
+            "memory_idle_connections_pooled" + suffix, "memory", "memory",
+            "idle_connections_pooled",
+            {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
+            [Metric("resident_bytes_per_connection", label + " resident",
+                    "bytes/connection", 1, "lower", 0),
+             Metric("heap_bytes_per_connection", label + " heap",
+                    "bytes/connection", 1, "lower", 0)],
+            description, args={"config": config, "buffer": 16384}))
+    return rows
+
+
 WORKLOADS = [
     Workload("post_chain", "post", "post", "chain",
              {"quick": {"ops": 1_000_000}, "full": {"ops": 10_000_000},
@@ -255,31 +282,7 @@ WORKLOADS = [
              "server RSS slope over N idle connections, 16 KiB buffer each, "
              "clients in another process",
              args={"buffer": 16384}),
-    Workload("memory_idle_connections_pooled", "memory", "memory",
-             "idle_connections_pooled",
-             {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
-             [Metric("resident_bytes_per_connection",
-                     "memory_idle_connections pooled resident",
-                     "bytes/connection", 1, "lower", 0),
-              Metric("heap_bytes_per_connection",
-                     "memory_idle_connections pooled heap", "bytes/connection",
-                     1, "lower", 0)],
-             "the same with pooled reads, no buffer per connection "
-             "(turnloop, config net, whose max_operations admits every "
-             "pending read; the io_context sides: the stock server, a 16 KiB "
-             "buffer per connection)",
-             args={"config": "net", "buffer": 16384}),
-    Workload("memory_idle_connections_pooled_io_uring", "memory", "memory",
-             "idle_connections_pooled",
-             {"quick": {"connections": 1_000}, "full": {"connections": 8_000}},
-             [Metric("resident_bytes_per_connection",
-                     "memory_idle_connections pooled io_uring resident",
-                     "bytes/connection", 1, "lower", 0),
-              Metric("heap_bytes_per_connection",
-                     "memory_idle_connections pooled io_uring heap",
-                     "bytes/connection", 1, "lower", 0)],
-             "the same with pooled reads through io_uring (config net_io_uring)",
-             args={"config": "net_io_uring", "buffer": 16384}),
+    *memory_pooled_rows(),
 ]
 
 # The idle-context rows: (context column, config column, side, arguments).

@@ -185,6 +185,29 @@ private:
   bool ended_cleanly_ = false;
 };
 
+// Runs row.run<Session>(make, o, r) with the server session the row's side
+// uses: Pooled on turnloop's side of a row with `pooled`, else Stock (the
+// io_context sides have no pooled reads, so they run the stock server and
+// the row compares the two).
+template <typename Stock, typename Pooled, typename Row, typename Maker>
+bench::result with_server_session(const Row& row, bool pooled,
+    const Maker& make, const bench::options& o, bench::region& r)
+{
+  if constexpr (bench::is_turnloop<Maker>)
+    if (pooled)
+      return row.template run<Pooled>(make, o, r);
+  return row.template run<Stock>(make, o, r);
+}
+
+// The end of a row's `checked`: what the server read with, when it was not
+// the stock server.
+template <typename Session, typename Pooled>
+constexpr const char* server_reading_note()
+{
+  return std::is_same_v<Session, Pooled> ? ", server reading with pooled reads"
+    : "";
+}
+
 // The clients of one workload, all run by one thread. The measured region
 // begins once every client has finished its warm-up exchanges (so each
 // connection's operations have their memory and the caches are warm) and
@@ -390,10 +413,8 @@ struct ping_pong
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    if constexpr (bench::is_turnloop<Maker>)
-      if (pooled)
-        return run<pooled_echo_session>(make, o, r);
-    return run<echo_session>(make, o, r);
+    return with_server_session<echo_session, pooled_echo_session>(
+        *this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
@@ -436,8 +457,7 @@ struct ping_pong
     res.details = {{"round_trips_per_s", double(n) / r.seconds()}};
     res.checked = std::to_string(warmup + n) + " echoes of "
       + std::to_string(size) + " bytes matched"
-      + (std::is_same_v<Session, pooled_echo_session>
-          ? ", server reading with pooled reads" : "");
+      + server_reading_note<Session, pooled_echo_session>();
     bench::add_loop_stats(res, *server_ctx);
     return res;
   }
@@ -455,10 +475,8 @@ struct echo
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    if constexpr (bench::is_turnloop<Maker>)
-      if (pooled)
-        return run<pooled_echo_session>(make, o, r);
-    return run<echo_session>(make, o, r);
+    return with_server_session<echo_session, pooled_echo_session>(
+        *this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
@@ -511,8 +529,7 @@ struct echo
     res.checked = std::to_string(messages) + " echoes of "
       + std::to_string(size) + " bytes matched over "
       + std::to_string(connections) + " connections"
-      + (std::is_same_v<Session, pooled_echo_session>
-          ? ", server reading with pooled reads" : "");
+      + server_reading_note<Session, pooled_echo_session>();
     bench::add_loop_stats(res, *server_ctx);
     if constexpr (std::is_same_v<Session, pooled_echo_session>)
     {
@@ -942,10 +959,8 @@ struct http
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    if constexpr (bench::is_turnloop<Maker>)
-      if (pooled)
-        return run<pooled_http_server_session>(make, o, r);
-    return run<http_server_session>(make, o, r);
+    return with_server_session<http_server_session,
+        pooled_http_server_session>(*this, pooled, make, o, r);
   }
 
   template <typename Session, typename Maker>
@@ -991,8 +1006,7 @@ struct http
     res.checked = std::to_string(requests) + " requests parsed and "
       "responses checked over " + std::to_string(connections)
       + " keep-alive connections"
-      + (std::is_same_v<Session, pooled_http_server_session>
-          ? ", server reading with pooled reads" : "");
+      + server_reading_note<Session, pooled_http_server_session>();
     bench::add_loop_stats(res, *server_ctx);
     return res;
   }

@@ -38,9 +38,6 @@
 #include <thread>
 #include <vector>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "counting_allocator.hpp"
 #include "support.hpp"
 
@@ -554,37 +551,16 @@ long resident_kib()
 // its pool and running one turn.
 long idle_cost_kib(std::size_t buffers)
 {
-  int out[2];
-  BOOST_REQUIRE(::pipe(out) == 0);
-  const pid_t child = ::fork();
-  BOOST_REQUIRE(child >= 0);
-  if (child == 0)
-  {
-    ::close(out[0]);
+  const std::optional<long> growth = test::result_in_child([buffers] {
     const long before = resident_kib();
-    long growth = -1;
-    {
-      turnloop::loop l(pool_config(buffers, 16 * 1024));
-      asio::use_service<buffer_pool>(l);
-      asio::post(l, [] {});
-      l.run_for(test::deadline);
-      growth = before < 0 ? -1 : resident_kib() - before;
-    }
-    const bool written = ::write(out[1], &growth, sizeof growth)
-      == static_cast<ssize_t>(sizeof growth);
-    ::_exit(written ? 0 : 1);
-  }
-  ::close(out[1]);
-  long growth = -1;
-  const bool read = ::read(out[0], &growth, sizeof growth)
-    == static_cast<ssize_t>(sizeof growth);
-  ::close(out[0]);
-  int status = 0;
-  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
-  BOOST_REQUIRE(WIFEXITED(status));
-  BOOST_REQUIRE(WEXITSTATUS(status) == 0);
-  BOOST_REQUIRE(read);
-  return growth;
+    turnloop::loop l(pool_config(buffers, 16 * 1024));
+    asio::use_service<buffer_pool>(l);
+    asio::post(l, [] {});
+    l.run_for(test::deadline);
+    return before < 0 ? -1 : resident_kib() - before;
+  });
+  BOOST_REQUIRE(growth);
+  return *growth;
 }
 
 } // namespace

@@ -28,9 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "support.hpp"
 
 namespace asio = boost::asio;
@@ -62,29 +59,11 @@ struct figures
 // if the child failed.
 figures in_child(std::function<figures()> work)
 {
-  figures result;
-  result.calls = -1;
-  int fds[2];
-  if (::pipe(fds) != 0)
-    return result;
-  const pid_t child = ::fork();
-  if (child == 0)
-  {
-    ::close(fds[0]);
-    const figures f = work();
-    const bool written = ::write(fds[1], &f, sizeof f) == sizeof f;
-    ::_exit(written ? 0 : 1);
-  }
-  ::close(fds[1]);
-  if (child < 0 || ::read(fds[0], &result, sizeof result) != sizeof result)
-    result.calls = -1;
-  ::close(fds[0]);
-  int status = 0;
-  if (child > 0)
-    ::waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    result.calls = -1;
-  return result;
+  if (const std::optional<figures> f = test::result_in_child(work))
+    return *f;
+  figures failed;
+  failed.calls = -1;
+  return failed;
 }
 
 turnloop::config small_ceilings()

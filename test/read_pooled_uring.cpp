@@ -77,6 +77,42 @@ using test::connections;
 using test::echo_client;
 using echo_session = test::pooled_echo_session;
 
+// The bytes a lease holds.
+std::string text_of(const buffer_lease& lease)
+{
+  return std::string(static_cast<const char*>(lease.data().data()),
+      lease.size());
+}
+
+// Starts a pooled read of @p s that expects no error and appends what it
+// reads to @p got.
+void read_into(tcp::socket& s, std::string& got)
+{
+  turnloop::async_read_pooled(s, [&got](error_code ec, buffer_lease lease) {
+    BOOST_TEST(!ec);
+    got += text_of(lease);
+  });
+}
+
+// A lease from @p pool holding @p size bytes, each @p byte.
+buffer_lease make_lease(buffer_pool& pool, std::size_t size, char byte)
+{
+  buffer_lease lease = pool.try_lease();
+  std::memset(lease.storage().data(), byte, size);
+  lease.resize(size);
+  return lease;
+}
+
+// Connection 0's server sends into a socket buffer of @p bytes, its client
+// receives into one, and the server's socket is non-blocking: a large write
+// fills them and the rest waits.
+void throttle(connections& c, int bytes)
+{
+  c.servers[0]->set_option(asio::socket_base::send_buffer_size(bytes));
+  c.clients[0]->set_option(asio::socket_base::receive_buffer_size(bytes));
+  c.servers[0]->non_blocking(true);
+}
+
 int refuse_with_eperm() noexcept
 {
   return EPERM;
@@ -106,15 +142,9 @@ BOOST_AUTO_TEST_CASE(the_first_pooled_read_sets_the_ring_up)
   turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
         buffer_lease lease) {
     BOOST_TEST(!ec);
-    got.assign(static_cast<const char*>(lease.data().data()),
-        lease.data().size());
+    got = text_of(lease);
     BOOST_TEST((pool.stats().path == io_path::automatic));
-    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      got.append(static_cast<const char*>(lease.data().data()),
-          lease.data().size());
-    });
+    read_into(*c.servers[0], got);
   });
   asio::write(*c.clients[0], asio::buffer("hello", 5));
   BOOST_TEST(test::run_until(l, [&] { return got == "hello"; }));
@@ -237,14 +267,7 @@ BOOST_AUTO_TEST_CASE(a_fast_sender_cannot_drain_the_pool_behind_a_slow_reader)
   BOOST_TEST(pool.stats().leased == 1u);
   // A second connection is served meanwhile.
   std::string other;
-  asio::post(l, [&] {
-    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      other.assign(static_cast<const char*>(lease.data().data()),
-          lease.data().size());
-    });
-  });
+  asio::post(l, [&] { read_into(*c.servers[1], other); });
   asio::write(*c.clients[1], asio::buffer("other", 5));
   BOOST_TEST(test::run_until(l, [&] { return other == "other"; }));
   // Reading the rest, one read at a time, gets every byte.
@@ -317,14 +340,7 @@ BOOST_AUTO_TEST_CASE(close_cancel_and_slots_end_a_receive_in_the_kernel)
 
   // The cancelled sockets still read afterwards.
   std::string got;
-  asio::post(l, [&] {
-    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      got.assign(static_cast<const char*>(lease.data().data()),
-          lease.data().size());
-    });
-  });
+  asio::post(l, [&] { read_into(*c.servers[1], got); });
   asio::write(*c.clients[1], asio::buffer("again", 5));
   BOOST_TEST(test::run_until(l, [&] { return got == "again"; }));
 }
@@ -455,14 +471,7 @@ BOOST_AUTO_TEST_CASE(a_refused_io_uring_falls_back_to_epoll_or_is_refused)
     buffer_pool& pool = asio::use_service<buffer_pool>(l);
     connections c(l, 1);
     std::string got;
-    asio::post(l, [&] {
-      turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
-            buffer_lease lease) {
-        BOOST_TEST(!ec);
-        got.assign(static_cast<const char*>(lease.data().data()),
-            lease.data().size());
-      });
-    });
+    asio::post(l, [&] { read_into(*c.servers[0], got); });
     asio::write(*c.clients[0], asio::buffer("epoll", 5));
     BOOST_TEST(test::run_until(l, [&] { return got == "epoll"; }));
     BOOST_TEST((pool.stats().path == io_path::epoll));
@@ -581,10 +590,7 @@ BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
   error_code got;
   int writes = 0;
   std::function<void()> write_one = [&] {
-    buffer_lease lease = pool.try_lease();
-    std::memset(lease.storage().data(), 'y', 4096);
-    lease.resize(4096);
-    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+    turnloop::async_write_lease(*c.servers[0], make_lease(pool, 4096, 'y'),
         [&](error_code ec, std::size_t) {
           ++writes;
           if (ec)
@@ -612,9 +618,7 @@ BOOST_AUTO_TEST_CASE(a_short_send_goes_on_from_where_it_stopped)
   turnloop::loop l(ring_config(1, size));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, 1);
-  c.servers[0]->set_option(asio::socket_base::send_buffer_size(65536));
-  c.clients[0]->set_option(asio::socket_base::receive_buffer_size(65536));
-  c.servers[0]->non_blocking(true);
+  throttle(c, 65536);
   std::vector<char> in(size);
   error_code wrote, read;
   std::size_t written = 0, received = 0;
@@ -665,18 +669,13 @@ BOOST_AUTO_TEST_CASE(a_stuck_lease_write_ends_by_its_slot_or_by_close)
     turnloop::loop l(ring_config(1, size));
     buffer_pool& pool = asio::use_service<buffer_pool>(l);
     connections c(l, 1);
-    c.servers[0]->set_option(asio::socket_base::send_buffer_size(4096));
-    c.clients[0]->set_option(asio::socket_base::receive_buffer_size(4096));
-    c.servers[0]->non_blocking(true);
+    throttle(c, 4096);
     asio::cancellation_signal signal;
     error_code got;
     std::size_t written = size;
     bool done = false;
     asio::post(l, [&] {
-      buffer_lease lease = pool.try_lease();
-      std::memset(lease.storage().data(), 'w', size);
-      lease.resize(size);
-      turnloop::async_write_lease(*c.servers[0], std::move(lease),
+      turnloop::async_write_lease(*c.servers[0], make_lease(pool, size, 'w'),
           asio::bind_cancellation_slot(signal.slot(),
             [&](error_code ec, std::size_t n) {
               got = ec;
@@ -713,7 +712,7 @@ BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
   connections c(l, 2);
   buffer_lease held;
   std::string second;
-  bool first_done = false, second_done = false;
+  bool first_done = false;
   asio::post(l, [&] {
     turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
           buffer_lease lease) {
@@ -725,21 +724,13 @@ BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
   asio::write(*c.clients[0], asio::buffer("first", 5));
   BOOST_TEST(test::run_until(l, [&] { return first_done; }));
   BOOST_TEST(pool.stats().leased == 1u);
-  asio::post(l, [&] {
-    turnloop::async_read_pooled(*c.servers[1], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      second.assign(static_cast<const char*>(lease.data().data()),
-          lease.size());
-      second_done = true;
-    });
-  });
+  asio::post(l, [&] { read_into(*c.servers[1], second); });
   asio::write(*c.clients[1], asio::buffer("second", 6));
   BOOST_TEST(test::run_until(l, [&] { return pool.stats().waiting == 1u; }));
-  BOOST_TEST(!second_done);
+  BOOST_TEST(second.empty());
   BOOST_TEST(pool.stats().minted == 1u);
   held = buffer_lease();
-  BOOST_TEST(test::run_until(l, [&] { return second_done; }));
+  BOOST_TEST(test::run_until(l, [&] { return !second.empty(); }));
   BOOST_TEST(second == "second");
   BOOST_TEST(pool.stats().waits >= 1u);
   BOOST_TEST(pool.stats().leased == 0u);
@@ -764,10 +755,7 @@ BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
   error_code got;
   bool done = false;
   asio::post(l, [&] {
-    buffer_lease lease = pool.try_lease();
-    std::memset(lease.storage().data(), 'L', 64);
-    lease.resize(64);
-    turnloop::async_write_lease(*c.servers[0], std::move(lease),
+    turnloop::async_write_lease(*c.servers[0], make_lease(pool, 64, 'L'),
         [&](error_code ec, std::size_t) {
           got = ec;
           done = true;

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -127,6 +128,38 @@ int exit_status_in_child(Body body)
   return WEXITSTATUS(status);
 }
 
+/// Runs @p work in a child process and returns what it returned, sent back
+/// through a pipe (so a trivially copyable value), or nothing if the child
+/// could not be started, did not send it whole or did not exit with 0.
+template <typename Work>
+auto result_in_child(Work work) -> std::optional<std::invoke_result_t<Work&>>
+{
+  using result = std::invoke_result_t<Work&>;
+  static_assert(std::is_trivially_copyable_v<result>);
+  int fds[2];
+  if (::pipe(fds) != 0)
+    return std::nullopt;
+  const pid_t child = ::fork();
+  if (child == 0)
+  {
+    ::close(fds[0]);
+    const result r = work();
+    const bool written = ::write(fds[1], &r, sizeof r)
+      == static_cast<ssize_t>(sizeof r);
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(fds[1]);
+  result r{};
+  const bool read = child > 0
+    && ::read(fds[0], &r, sizeof r) == static_cast<ssize_t>(sizeof r);
+  ::close(fds[0]);
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, 0) != child
+      || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !read)
+    return std::nullopt;
+  return r;
+}
+
 /// Lowers RLIMIT_NOFILE to the lowest free descriptor, so that no
 /// descriptor can be opened until it is raised again. For a child process
 /// (see exit_status_in_child). Returns the limit to restore, or nothing if
@@ -155,29 +188,11 @@ inline std::optional<rlimit> run_out_of_descriptors()
 template <typename Work>
 long peak_rss_growth_in_child_kib(Work work)
 {
-  int fds[2];
-  if (::pipe(fds) != 0)
-    return -1;
-  const pid_t child = ::fork();
-  if (child == 0)
-  {
-    ::close(fds[0]);
+  return result_in_child([&] {
     const long before = status_kib("VmRSS");
     work();
-    const long peak = std::max(status_kib("VmHWM"), status_kib("VmRSS"));
-    const long growth = peak - before;
-    const bool written = ::write(fds[1], &growth, sizeof growth) == sizeof growth;
-    ::_exit(written ? 0 : 1);
-  }
-  ::close(fds[1]);
-  long growth = -1;
-  if (child < 0 || ::read(fds[0], &growth, sizeof growth) != sizeof growth)
-    growth = -1;
-  ::close(fds[0]);
-  int status = 0;
-  if (child > 0)
-    ::waitpid(child, &status, 0);
-  return (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? growth : -1;
+    return std::max(status_kib("VmHWM"), status_kib("VmRSS")) - before;
+  }).value_or(-1);
 }
 
 /// Label for cases that exercise several threads; test/run.sh runs these

@@ -17,7 +17,7 @@
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/pool/descriptor_read.hpp>
-#include <turnloop/detail/pool/buffer_pool_of.hpp>
+#include <turnloop/detail/loop_of.hpp>
 #include <turnloop/detail/service_stats.hpp>
 
 #include <boost/asio/error.hpp>
@@ -64,8 +64,6 @@ TURNLOOP_DECL void buffer_pool::shutdown()
 {
   if (!store_)
     return;
-  // Before anything goes: threads that remember this pool forget it.
-  detail::pools_shut_down().fetch_add(1, std::memory_order_release);
   if (in_turns_)
     core_.remove_source(*this);
   // The ring's operations are cancelled and reaped, and its buffers taken

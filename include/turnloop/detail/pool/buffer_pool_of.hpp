@@ -4,9 +4,9 @@
 // Finds the buffer pool of the loop behind an execution context, for a
 // pooled read that has only its stream's executor to go by. Recognising a
 // loop (detail::loop_of) and Asio's service registry take locks, so each
-// thread remembers the last pool it found. A remembered pool is used only if no pool anywhere has shut down
-// since, so a new loop that happens to reuse a dead loop's address is never
-// taken for it.
+// thread remembers the last pool it found. A remembered pool is used only
+// while no loop has ended since (detail::loops_ended), so a new loop that
+// happens to reuse a dead loop's address is never taken for it.
 //
 
 #ifndef TURNLOOP_DETAIL_POOL_BUFFER_POOL_OF_HPP
@@ -18,9 +18,6 @@
 #include <boost/asio/execution/context.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/query.hpp>
-
-#include <atomic>
-#include <cstdint>
 
 namespace turnloop {
 
@@ -41,9 +38,6 @@ buffer_pool* buffer_pool_of_executor(const Executor& ex)
   return buffer_pool_of(
       boost::asio::query(ex, boost::asio::execution::context));
 }
-
-/// Counts the pools that have shut down; each bumps it before it goes.
-TURNLOOP_DECL std::atomic<std::uint64_t>& pools_shut_down() noexcept;
 
 } // namespace detail
 } // namespace turnloop

@@ -12,17 +12,10 @@
 namespace turnloop {
 namespace detail {
 
-TURNLOOP_DECL std::atomic<std::uint64_t>& pools_shut_down() noexcept
-{
-  static std::atomic<std::uint64_t> count{0};
-  return count;
-}
-
 struct remembered_pool
 {
   boost::asio::execution_context* context;
   buffer_pool* pool;
-  std::uint64_t pools_shut_down;
   std::uint64_t loops_ended;
 };
 
@@ -30,22 +23,21 @@ TURNLOOP_DECL buffer_pool* buffer_pool_of(
     boost::asio::execution_context& ctx)
 {
   static thread_local remembered_pool remembered{};
-  // A loop whose pool is remembered is alive: whoever could reuse its
-  // address after it dies was allocated after its pool bumped the count,
-  // and so (allocation being ordered) reads the new count here.
-  // One remembered while its loop was being destroyed is forgotten once
-  // the loop's services have gone (loops_ended, detail/loop_of.hpp).
-  const std::uint64_t shut_down =
-    pools_shut_down().load(std::memory_order_acquire);
+  // A pool's memory goes only with its loop's services, in ~loop, which
+  // bumps loops_ended (detail/loop_of.hpp) before they shut down and again
+  // once they have gone: whoever could reuse the loop's address was
+  // allocated after that, and so (allocation being ordered) reads the new
+  // count here; one remembered while the loop was being destroyed is
+  // forgotten at the second bump. A pool shut down while its loop lives (a
+  // loop_group's teardown shuts every loop down before destroying any) is
+  // still the one use_service would return, so it may stay remembered.
   const std::uint64_t ended = loops_ended().load(std::memory_order_acquire);
-  if (remembered.context == &ctx && remembered.pools_shut_down == shut_down
-      && remembered.loops_ended == ended)
+  if (remembered.context == &ctx && remembered.loops_ended == ended)
     return remembered.pool;
   loop* l = loop_of(ctx);
   if (!l)
     return nullptr;
-  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), shut_down,
-    ended};
+  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), ended};
   return remembered.pool;
 }
 
