@@ -4,7 +4,9 @@
 // Loopback echo over pooled reads, for the pooled-read modules
 // (read_pooled_reactor, read_pooled_uring): connected socket pairs on one
 // loop, a server session that reads pooled and writes each lease back, and
-// a client that checks every byte of messages of varying length.
+// a client that checks every byte of messages of varying length; and the
+// io_uring modules' switch for machines that refuse io_uring. Included
+// after <boost/test/unit_test.hpp>.
 //
 
 #ifndef TURNLOOP_TEST_POOLED_ECHO_HPP
@@ -19,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -27,6 +30,19 @@ namespace test {
 
 /// @p n connected pairs on one loop, without Nagle's delays (a message
 /// longer than a buffer is echoed in pieces).
+/// True if TURNLOOP_TEST_NO_IO_URING=1 asks that io_uring cases be skipped
+/// (a container whose seccomp profile refuses io_uring); says so.
+inline bool io_uring_skipped()
+{
+  const char* v = std::getenv("TURNLOOP_TEST_NO_IO_URING");
+  if (v && *v == '1')
+  {
+    BOOST_TEST_MESSAGE("io_uring cases skipped (TURNLOOP_TEST_NO_IO_URING)");
+    return true;
+  }
+  return false;
+}
+
 struct connections
 {
   connections(turnloop::loop& l, std::size_t n)

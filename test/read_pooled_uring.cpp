@@ -62,17 +62,6 @@ turnloop::config ring_config(std::size_t buffers, std::size_t size,
   return c;
 }
 
-bool skipped()
-{
-  const char* v = std::getenv("TURNLOOP_TEST_NO_IO_URING");
-  if (v && *v == '1')
-  {
-    BOOST_TEST_MESSAGE("io_uring cases skipped (TURNLOOP_TEST_NO_IO_URING)");
-    return true;
-  }
-  return false;
-}
-
 using test::connections;
 using test::echo_client;
 using echo_session = test::pooled_echo_session;
@@ -93,6 +82,25 @@ void read_into(tcp::socket& s, std::string& got)
     got += text_of(lease);
   });
 }
+
+// Pooled reads of one socket after another (start() each), noting how many
+// ended, the last one's error and the text the last lease held.
+struct reads_of
+{
+  error_code last;
+  int count = 0;
+  std::string got;
+
+  void start(tcp::socket& s)
+  {
+    turnloop::async_read_pooled(s, [this](error_code ec, buffer_lease lease) {
+      last = ec;
+      ++count;
+      if (lease)
+        got = text_of(lease);
+    });
+  }
+};
 
 // A lease from @p pool holding @p size bytes, each @p byte.
 buffer_lease make_lease(buffer_pool& pool, std::size_t size, char byte)
@@ -130,7 +138,7 @@ struct refusal_scope
 // loop has no ring; after it, stats() says io_uring.
 BOOST_AUTO_TEST_CASE(the_first_pooled_read_sets_the_ring_up)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(8, 512, io_path::automatic));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -160,7 +168,7 @@ BOOST_AUTO_TEST_CASE(the_first_pooled_read_sets_the_ring_up)
 // every buffer comes back.
 BOOST_AUTO_TEST_CASE(many_connections_echo_byte_exact_through_the_ring)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   constexpr std::size_t count = 48;
   constexpr int rounds = 40;
@@ -202,7 +210,7 @@ BOOST_AUTO_TEST_CASE(many_connections_echo_byte_exact_through_the_ring)
 // more free buffers than there are reads in flight.
 BOOST_AUTO_TEST_CASE(idle_reads_mint_nothing_and_the_ring_stays_within_reads)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(64, 512));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -238,7 +246,7 @@ BOOST_AUTO_TEST_CASE(idle_reads_mint_nothing_and_the_ring_stays_within_reads)
 // others, and nothing is lost: the data waits in the socket.
 BOOST_AUTO_TEST_CASE(a_fast_sender_cannot_drain_the_pool_behind_a_slow_reader)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(8, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -295,7 +303,7 @@ BOOST_AUTO_TEST_CASE(a_fast_sender_cannot_drain_the_pool_behind_a_slow_reader)
 // operation_aborted, holding no buffer.
 BOOST_AUTO_TEST_CASE(close_cancel_and_slots_end_a_receive_in_the_kernel)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(4, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -350,7 +358,7 @@ BOOST_AUTO_TEST_CASE(close_cancel_and_slots_end_a_receive_in_the_kernel)
 // unrun, and no buffer leaks (AddressSanitizer's leak check).
 BOOST_AUTO_TEST_CASE(receives_in_flight_die_with_their_loop)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   auto alive = std::make_shared<int>(0);
   std::weak_ptr<int> watch = alive;
@@ -378,7 +386,7 @@ BOOST_AUTO_TEST_CASE(receives_in_flight_die_with_their_loop)
 // ring's teardown destroys unrun.
 BOOST_AUTO_TEST_CASE(stats_name_the_path_after_the_ring_has_gone)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   struct records_path_when_destroyed
   {
@@ -416,7 +424,7 @@ BOOST_AUTO_TEST_CASE(stats_name_the_path_after_the_ring_has_gone)
 BOOST_AUTO_TEST_CASE(leases_released_on_other_threads_return_to_the_ring,
     *test::threads_label())
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   constexpr int messages = 200;
   turnloop::loop l(ring_config(4, 128));
@@ -527,7 +535,7 @@ BOOST_AUTO_TEST_CASE(io_uring_with_too_many_buffers_is_an_invalid_config)
 // one send each.
 BOOST_AUTO_TEST_CASE(writing_leases_back_echoes_through_the_ring)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   constexpr std::size_t count = 16;
   constexpr int rounds = 30;
@@ -580,7 +588,7 @@ BOOST_AUTO_TEST_CASE(writing_leases_back_echoes_through_the_ring)
 // error, and the lease still goes back.
 BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(2, 4096));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -612,7 +620,7 @@ BOOST_AUTO_TEST_CASE(a_lease_written_to_a_closed_peer_reports_and_returns)
 // acknowledgement, and the case took 18 s.)
 BOOST_AUTO_TEST_CASE(a_short_send_goes_on_from_where_it_stopped)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   constexpr std::size_t size = 1 << 20;
   turnloop::loop l(ring_config(1, size));
@@ -661,7 +669,7 @@ BOOST_AUTO_TEST_CASE(a_short_send_goes_on_from_where_it_stopped)
 // socket is closed; either way its buffer goes back.
 BOOST_AUTO_TEST_CASE(a_stuck_lease_write_ends_by_its_slot_or_by_close)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   constexpr std::size_t size = 1 << 20;
   for (const bool by_close : {false, true})
@@ -705,7 +713,7 @@ BOOST_AUTO_TEST_CASE(a_stuck_lease_write_ends_by_its_slot_or_by_close)
 // first read's lease held while the second connection's data arrives.
 BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(1, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -743,7 +751,7 @@ BOOST_AUTO_TEST_CASE(data_at_the_ceiling_waits_for_a_returned_lease)
 // takes the number; its server must receive nothing.
 BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(2, 4096));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -781,65 +789,48 @@ BOOST_AUTO_TEST_CASE(a_write_whose_socket_closed_before_submission_goes_nowhere)
 // aborted watcher, it would be aborted with it (or, after close(), never).
 BOOST_AUTO_TEST_CASE(a_read_after_cancel_is_not_ended_by_the_cancelled_watcher)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(4, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, 1);
   tcp::socket& server = *c.servers[0];
-
-  std::string got;
-  error_code last;
-  int reads = 0;
-  auto read_into_got = [&] {
-    turnloop::async_read_pooled(server, [&](error_code ec,
-          buffer_lease lease) {
-      last = ec;
-      ++reads;
-      if (lease)
-        got.assign(static_cast<const char*>(lease.data().data()),
-            lease.data().size());
-    });
-  };
+  reads_of reads;
 
   // Reads that share the socket's watcher.
   for (int round = 0; round != 3; ++round)
   {
     const std::string message = "round " + std::to_string(round);
-    asio::post(l, read_into_got);
+    asio::post(l, [&] { reads.start(server); });
     asio::write(*c.clients[0], asio::buffer(message));
-    BOOST_TEST_REQUIRE(test::run_until(l, [&] { return got == message; }));
+    BOOST_TEST_REQUIRE(test::run_until(l, [&] { return reads.got == message; }));
   }
   BOOST_TEST((pool.stats().path == io_path::io_uring));
 
   // One read cancelled, and another started in the same handler.
-  error_code cancelled;
-  bool cancelled_ran = false;
+  reads_of cancelled;
   asio::post(l, [&] {
-    turnloop::async_read_pooled(server, [&](error_code ec, buffer_lease) {
-      cancelled = ec;
-      cancelled_ran = true;
-    });
+    cancelled.start(server);
     server.cancel();
-    read_into_got();
+    reads.start(server);
   });
-  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return cancelled_ran; }));
-  BOOST_TEST(cancelled == asio::error::operation_aborted);
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return cancelled.count == 1; }));
+  BOOST_TEST(cancelled.last == asio::error::operation_aborted);
   for (int i = 0; i != 5; ++i)
     l.poll();
-  BOOST_TEST(reads == 3); // the read after cancel() still waits
+  BOOST_TEST(reads.count == 3); // the read after cancel() still waits
   asio::write(*c.clients[0], asio::buffer("after cancel", 12));
-  BOOST_TEST(test::run_until(l, [&] { return reads == 4; }));
-  BOOST_TEST(!last);
-  BOOST_TEST(got == "after cancel");
+  BOOST_TEST(test::run_until(l, [&] { return reads.count == 4; }));
+  BOOST_TEST(!reads.last);
+  BOOST_TEST(reads.got == "after cancel");
 
   // And close() reaches the read that the new watcher lists.
-  asio::post(l, read_into_got);
+  asio::post(l, [&] { reads.start(server); });
   for (int i = 0; i != 5; ++i)
     l.poll();
   asio::post(l, [&] { server.close(); });
-  BOOST_TEST(test::run_until(l, [&] { return reads == 5; }));
-  BOOST_TEST(last == asio::error::operation_aborted);
+  BOOST_TEST(test::run_until(l, [&] { return reads.count == 5; }));
+  BOOST_TEST(reads.last == asio::error::operation_aborted);
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
@@ -849,7 +840,7 @@ BOOST_AUTO_TEST_CASE(a_read_after_cancel_is_not_ended_by_the_cancelled_watcher)
 // the new one in place.
 BOOST_AUTO_TEST_CASE(a_socket_given_a_closed_sockets_number_gets_its_own_watcher)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(4, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -858,54 +849,41 @@ BOOST_AUTO_TEST_CASE(a_socket_given_a_closed_sockets_number_gets_its_own_watcher
   tcp::socket reuse_client(l, tcp::v4()); // open now: the server's socket,
   tcp::socket reuse_server(l);            // accepted later, takes the number
 
-  std::string got;
-  auto read_message = [&](tcp::socket& s, error_code& out, int& count) {
-    turnloop::async_read_pooled(s, [&](error_code ec, buffer_lease lease) {
-      out = ec;
-      ++count;
-      if (lease)
-        got.assign(static_cast<const char*>(lease.data().data()),
-            lease.data().size());
-    });
-  };
-
-  error_code old_ec;
-  int old_reads = 0;
-  asio::post(l, [&] { read_message(*c.servers[0], old_ec, old_reads); });
+  reads_of old_reads;
+  asio::post(l, [&] { old_reads.start(*c.servers[0]); });
   asio::write(*c.clients[0], asio::buffer("first", 5));
-  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return old_reads == 1; }));
-  BOOST_TEST(got == "first");
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return old_reads.count == 1; }));
+  BOOST_TEST(old_reads.got == "first");
 
   // The old socket's watcher is queued, its reads done; closing it and
   // accepting a socket that takes its number, with a read started on the
   // new socket before the old watcher's completion can run.
   int closed_fd = -1;
-  error_code new_ec;
-  int new_reads = 0;
+  reads_of new_reads;
   asio::post(l, [&] {
     closed_fd = c.servers[0]->native_handle();
     c.servers[0]->close();
     reuse_client.connect(acceptor.local_endpoint());
     acceptor.accept(reuse_server);
-    read_message(reuse_server, new_ec, new_reads);
+    new_reads.start(reuse_server);
   });
   for (int i = 0; i != 5; ++i)
     l.poll();
   BOOST_TEST_REQUIRE(reuse_server.native_handle() == closed_fd);
-  BOOST_TEST(new_reads == 0);
+  BOOST_TEST(new_reads.count == 0);
 
   asio::write(reuse_client, asio::buffer("second", 6));
-  BOOST_TEST(test::run_until(l, [&] { return new_reads == 1; }));
-  BOOST_TEST(!new_ec);
-  BOOST_TEST(got == "second");
+  BOOST_TEST(test::run_until(l, [&] { return new_reads.count == 1; }));
+  BOOST_TEST(!new_reads.last);
+  BOOST_TEST(new_reads.got == "second");
 
   // The new watcher, still queued, lists the next read; close() ends it.
-  asio::post(l, [&] { read_message(reuse_server, new_ec, new_reads); });
+  asio::post(l, [&] { new_reads.start(reuse_server); });
   for (int i = 0; i != 5; ++i)
     l.poll();
   asio::post(l, [&] { reuse_server.close(); });
-  BOOST_TEST(test::run_until(l, [&] { return new_reads == 2; }));
-  BOOST_TEST(new_ec == asio::error::operation_aborted);
+  BOOST_TEST(test::run_until(l, [&] { return new_reads.count == 2; }));
+  BOOST_TEST(new_reads.last == asio::error::operation_aborted);
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
@@ -916,36 +894,27 @@ BOOST_AUTO_TEST_CASE(a_socket_given_a_closed_sockets_number_gets_its_own_watcher
 // buffer going round.
 BOOST_AUTO_TEST_CASE(a_read_lends_the_ring_a_free_buffer_when_it_starts)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(4, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, 1);
+  reads_of reads;
 
-  std::string got;
-  int reads = 0;
-  auto read_into_got = [&] {
-    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      ++reads;
-      got.assign(static_cast<const char*>(lease.data().data()),
-          lease.data().size());
-    });
-  };
-  asio::post(l, read_into_got);
+  asio::post(l, [&] { reads.start(*c.servers[0]); });
   asio::write(*c.clients[0], asio::buffer("one", 3));
-  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return reads == 1; }));
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return reads.count == 1; }));
   BOOST_TEST(pool.stats().minted == 1u);
   BOOST_TEST(pool.stats().leased == 0u); // the lease died with the handler
   BOOST_TEST(pool.stats().in_ring == 0u);
 
-  asio::post(l, read_into_got);
+  asio::post(l, [&] { reads.start(*c.servers[0]); });
   l.poll();
   BOOST_TEST(pool.stats().in_ring == 1u);
   asio::write(*c.clients[0], asio::buffer("two", 3));
-  BOOST_TEST(test::run_until(l, [&] { return reads == 2; }));
-  BOOST_TEST(got == "two");
+  BOOST_TEST(test::run_until(l, [&] { return reads.count == 2; }));
+  BOOST_TEST(!reads.last);
+  BOOST_TEST(reads.got == "two");
   BOOST_TEST(pool.stats().minted == 1u);
   BOOST_TEST(pool.stats().in_ring == 0u);
 }
@@ -956,37 +925,30 @@ BOOST_AUTO_TEST_CASE(a_read_lends_the_ring_a_free_buffer_when_it_starts)
 // scheduler's work; the watcher gives its unit back.)
 BOOST_AUTO_TEST_CASE(a_socket_read_through_the_ring_does_not_keep_run_going)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config(4, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, 1);
-  std::string got;
-  asio::post(l, [&] { // on the loop's thread: through the ring
-    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
-          buffer_lease lease) {
-      BOOST_TEST(!ec);
-      got.assign(static_cast<const char*>(lease.data().data()),
-          lease.data().size());
-    });
-  });
+  reads_of reads;
+  // On the loop's thread: through the ring.
+  asio::post(l, [&] { reads.start(*c.servers[0]); });
   asio::write(*c.clients[0], asio::buffer("only", 4));
   // Out of work, run_for() returns before its time and leaves the loop
   // stopped; at its time, not stopped.
   l.run_for(test::deadline);
   BOOST_TEST(l.stopped());
-  BOOST_TEST(got == "only");
+  BOOST_TEST(reads.got == "only");
   BOOST_TEST((pool.stats().path == io_path::io_uring));
 
   // And the watcher, still queued, ends with the socket's close().
   l.restart();
-  error_code closed;
   asio::post(l, [&] {
-    turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
-          buffer_lease) { closed = ec; });
+    reads.start(*c.servers[0]);
     asio::post(l, [&] { c.servers[0]->close(); });
   });
   l.run_for(test::deadline);
   BOOST_TEST(l.stopped());
-  BOOST_TEST(closed == asio::error::operation_aborted);
+  BOOST_TEST(reads.count == 2);
+  BOOST_TEST(reads.last == asio::error::operation_aborted);
 }

@@ -69,17 +69,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool skipped()
-{
-  const char* v = std::getenv("TURNLOOP_TEST_NO_IO_URING");
-  if (v && *v == '1')
-  {
-    BOOST_TEST_MESSAGE("io_uring cases skipped (TURNLOOP_TEST_NO_IO_URING)");
-    return true;
-  }
-  return false;
-}
-
 turnloop::config ring_config()
 {
   turnloop::config c;
@@ -157,7 +146,7 @@ struct waiting_loop
 // epoll_wait calls (without the ring's wait, one or two a round).
 BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config());
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
@@ -203,7 +192,7 @@ BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits)
 // epoll's interrupter, which the ring polls.
 BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   waiting_loop w;
   BOOST_TEST_REQUIRE(w.blocked());
@@ -220,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring
 // descriptors.
 BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   waiting_loop w;
   BOOST_TEST_REQUIRE(w.blocked());
@@ -239,7 +228,7 @@ BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring)
 // Data on a socket Asio reads (on epoll) ends a wait in the ring.
 BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   waiting_loop w;
   char byte = 0;
@@ -258,7 +247,7 @@ BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring)
 // to do: the ring's wait takes the timeout.
 BOOST_AUTO_TEST_CASE(run_for_ends_at_its_time_while_the_ring_waits)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   turnloop::loop l(ring_config());
   connections c(l, 1);
@@ -289,7 +278,7 @@ BOOST_AUTO_TEST_CASE(run_for_ends_at_its_time_while_the_ring_waits)
 // preload tells), epoll waits as before, and the echo works the same.
 BOOST_AUTO_TEST_CASE(under_valgrind_the_loop_waits_in_epoll)
 {
-  if (skipped())
+  if (test::io_uring_skipped())
     return;
   const char* old = std::getenv("LD_PRELOAD");
   const std::string saved = old ? old : "";
