@@ -144,7 +144,8 @@ struct waiting_loop
 // The ring's traffic wakes the loop through the ring alone: an echo of 200
 // rounds, its client on another thread with blocking calls, makes almost no
 // epoll_wait calls (without the ring's wait, one or two a round).
-BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits)
+BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits,
+    *test::threads_label())
 {
   if (test::io_uring_skipped())
     return;
@@ -190,7 +191,8 @@ BOOST_AUTO_TEST_CASE(the_rings_traffic_makes_no_epoll_waits)
 
 // A post from another thread reaches a loop blocked in the ring: it wakes
 // epoll's interrupter, which the ring polls.
-BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring)
+BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring,
+    *test::threads_label())
 {
   if (test::io_uring_skipped())
     return;
@@ -207,7 +209,8 @@ BOOST_AUTO_TEST_CASE(a_post_from_another_thread_wakes_a_loop_waiting_in_the_ring
 
 // A timer ends a wait in the ring: Asio's timerfd is one of epoll's
 // descriptors.
-BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring)
+BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring,
+    *test::threads_label())
 {
   if (test::io_uring_skipped())
     return;
@@ -226,7 +229,8 @@ BOOST_AUTO_TEST_CASE(a_timer_ends_a_wait_in_the_ring)
 }
 
 // Data on a socket Asio reads (on epoll) ends a wait in the ring.
-BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring)
+BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring,
+    *test::threads_label())
 {
   if (test::io_uring_skipped())
     return;
@@ -245,7 +249,8 @@ BOOST_AUTO_TEST_CASE(data_on_an_asio_socket_ends_a_wait_in_the_ring)
 
 // run_for() ends at its time while the loop waits in the ring with nothing
 // to do: the ring's wait takes the timeout.
-BOOST_AUTO_TEST_CASE(run_for_ends_at_its_time_while_the_ring_waits)
+BOOST_AUTO_TEST_CASE(run_for_ends_at_its_time_while_the_ring_waits,
+    *test::threads_label())
 {
   if (test::io_uring_skipped())
     return;
