@@ -102,6 +102,19 @@ struct reads_of
   }
 };
 
+// Starts a read of @p s and lets it reach the kernel, then closes @p s: the
+// read ends with operation_aborted.
+void close_ends_a_read(turnloop::loop& l, tcp::socket& s, reads_of& reads)
+{
+  const int before = reads.count;
+  asio::post(l, [&] { reads.start(s); });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  asio::post(l, [&] { s.close(); });
+  BOOST_TEST(test::run_until(l, [&] { return reads.count == before + 1; }));
+  BOOST_TEST(reads.last == asio::error::operation_aborted);
+}
+
 // A lease from @p pool holding @p size bytes, each @p byte.
 buffer_lease make_lease(buffer_pool& pool, std::size_t size, char byte)
 {
@@ -825,12 +838,7 @@ BOOST_AUTO_TEST_CASE(a_read_after_cancel_is_not_ended_by_the_cancelled_watcher)
   BOOST_TEST(reads.got == "after cancel");
 
   // And close() reaches the read that the new watcher lists.
-  asio::post(l, [&] { reads.start(server); });
-  for (int i = 0; i != 5; ++i)
-    l.poll();
-  asio::post(l, [&] { server.close(); });
-  BOOST_TEST(test::run_until(l, [&] { return reads.count == 5; }));
-  BOOST_TEST(reads.last == asio::error::operation_aborted);
+  close_ends_a_read(l, server, reads);
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
@@ -878,12 +886,7 @@ BOOST_AUTO_TEST_CASE(a_socket_given_a_closed_sockets_number_gets_its_own_watcher
   BOOST_TEST(new_reads.got == "second");
 
   // The new watcher, still queued, lists the next read; close() ends it.
-  asio::post(l, [&] { new_reads.start(reuse_server); });
-  for (int i = 0; i != 5; ++i)
-    l.poll();
-  asio::post(l, [&] { reuse_server.close(); });
-  BOOST_TEST(test::run_until(l, [&] { return new_reads.count == 2; }));
-  BOOST_TEST(new_reads.last == asio::error::operation_aborted);
+  close_ends_a_read(l, reuse_server, new_reads);
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
