@@ -72,9 +72,6 @@ public:
   bool aborted_ = false;
 
 protected:
-  /// Destroyed unrun: its watcher, if any, stops listing it.
-  void forget_watch() noexcept;
-
   explicit uring_op(func_type complete) noexcept
     : scheduler_operation(complete)
   {
@@ -380,11 +377,6 @@ Op* pool_ring::begin(Slot slot, void* memory, int fd,
     watch(w = fresh, fd, data);
   w->add(*op);
   return op;
-}
-
-inline void uring_op::forget_watch() noexcept
-{
-  pool_ring::unwatch(*this);
 }
 
 /// A watcher's key in the socket's except queue is the watcher itself.

@@ -88,7 +88,7 @@ private:
       // Destroyed unrun, with the loop: a buffer it received goes back.
       if (o->buffer_)
         buffer_store::release(std::exchange(o->buffer_, nullptr));
-      o->forget_watch();
+      pool_ring::unwatch(*o);
       return;
     }
 

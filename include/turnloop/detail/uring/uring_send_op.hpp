@@ -82,7 +82,7 @@ private:
     ptr p = { boost::asio::detail::addressof(o->delivery_), o, o };
     if (!owner)
     {
-      o->forget_watch();
+      pool_ring::unwatch(*o);
       return;
     }
 

@@ -480,7 +480,7 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
     return false;
   op_queue reaped;
   reap(reaped);
-  if (reaped.empty() && blocking && !waits_itself_)
+  if (reaped.empty() && blocking)
   {
     // Completions made on this thread are posted when the wait is
     // interrupted to run them; those of a thread that ran the loop before
