@@ -18,6 +18,7 @@
 #include <turnloop/blocking.hpp>
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/loop.hpp>
+#include <turnloop/write_lease.hpp>
 #include <turnloop/detail/pool/buffer_waiter.hpp>
 
 #include <boost/asio/bind_allocator.hpp>
@@ -30,15 +31,18 @@
 #include <boost/asio/write.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "counting_allocator.hpp"
+#include "pooled_echo.hpp"
 #include "support.hpp"
 
 namespace asio = boost::asio;
@@ -654,4 +658,266 @@ int accept_that_cannot_park()
 BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_parked_for_lack_of_memory_ends_with_no_memory)
 {
   BOOST_TEST(test::exit_status_in_child(accept_that_cannot_park) == 0);
+}
+
+// --- the io_uring path (doc/io_uring.md) ----------------------------------------
+//
+// Operations started on the loop's thread go through the pool's ring; the
+// same rules hold there: a refusal at the call throws std::bad_alloc and
+// leaves nothing behind, a failure after acceptance ends the operation
+// with no_memory, and memory back, the path works again.
+
+namespace {
+
+turnloop::config ring_pool_config(std::size_t buffers)
+{
+  turnloop::config cfg = pool_config(buffers);
+  cfg.pooled_io = turnloop::io_path::io_uring;
+  return cfg;
+}
+
+// A socket connected to @p peer whose descriptor number is at least 1000,
+// so that the ring's table of sockets by descriptor number must grow to
+// more than 8000 bytes for it: an allocation no other step of a read or a
+// write makes, which test::fail_from_bytes can aim at.
+stream_protocol::socket high_numbered_socket(turnloop::loop& l,
+    stream_protocol::socket& peer)
+{
+  stream_protocol::socket low(l);
+  asio::local::connect_pair(peer, low);
+  const int fd = ::fcntl(low.native_handle(), F_DUPFD_CLOEXEC, 1000);
+  BOOST_TEST_REQUIRE(fd >= 1000);
+  low.close();
+  return stream_protocol::socket(l, stream_protocol(), fd);
+}
+
+constexpr std::size_t table_bytes = 8000;
+
+struct fail_large
+{
+  fail_large()
+  {
+    test::fail_from_bytes = table_bytes;
+  }
+
+  ~fail_large()
+  {
+    test::fail_from_bytes = 0;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memory)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+
+  outcome first;
+  asio::post(l, [&] { turnloop::async_read_pooled(b, record(first)); });
+  l.poll(); // in the kernel, with no buffer yet: the ring mints on arrival
+  BOOST_TEST_REQUIRE((pool.stats().path == turnloop::io_path::io_uring));
+  asio::write(a, asio::buffer(std::string("hello")));
+  {
+    fail_buffers failing;
+    BOOST_CHECK_NO_THROW(BOOST_TEST(test::run_until(l,
+            [&] { return first.calls == 1; })));
+  }
+  BOOST_TEST(first.calls == 1);
+  BOOST_TEST((first.ec == asio::error::no_memory));
+  BOOST_TEST(pool.stats().minted == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+
+  // Memory is back: the data waited in the socket, and the next read gets it.
+  outcome second;
+  asio::post(l, [&] { turnloop::async_read_pooled(b, record(second)); });
+  BOOST_TEST(test::run_until(l, [&] { return second.calls == 1; }));
+  BOOST_TEST(!second.ec);
+  BOOST_TEST(second.text == "hello");
+  BOOST_TEST(pool.stats().io_uring_enters > 0u);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  stream_protocol::socket a(l);
+  stream_protocol::socket b = high_numbered_socket(l, a);
+
+  outcome o;
+  bool refused = false;
+  bool ran = false;
+  asio::post(l, [&] {
+    fail_large failing;
+    try
+    {
+      turnloop::async_read_pooled(b, record(o));
+    }
+    catch (const std::bad_alloc&)
+    {
+      refused = true;
+    }
+    ran = true;
+  });
+  // Not run(): an operation accepted by mistake would keep it waiting.
+  BOOST_CHECK_NO_THROW(BOOST_TEST(test::run_until(l, [&] { return ran; })));
+  BOOST_TEST(refused);
+  BOOST_TEST(o.calls == 0); // refused: its handler is not called
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+
+  // Memory is back: the same socket reads through the ring.
+  asio::write(a, asio::buffer(std::string("hello")));
+  asio::post(l, [&] { turnloop::async_read_pooled(b, record(o)); });
+  BOOST_TEST(test::run_until(l, [&] { return o.calls == 1; }));
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(o.text == "hello");
+  BOOST_TEST((pool.stats().path == turnloop::io_path::io_uring));
+}
+
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_call)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+
+  std::atomic<int> failures{0};
+  outcome o;
+  bool refused = false;
+  bool ran = false;
+  asio::post(l, [&] {
+    failures = every_request;
+    try
+    {
+      turnloop::async_read_pooled(b, asio::bind_allocator(
+            failing_allocator<void>(&failures), record(o)));
+    }
+    catch (const std::bad_alloc&)
+    {
+      refused = true;
+    }
+    failures = 0;
+    ran = true;
+  });
+  BOOST_CHECK_NO_THROW(BOOST_TEST(test::run_until(l, [&] { return ran; })));
+  BOOST_TEST(refused);
+  BOOST_TEST(o.calls == 0);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+
+  asio::write(a, asio::buffer(std::string("hello")));
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(b, asio::bind_allocator(
+          failing_allocator<void>(&failures), record(o)));
+  });
+  BOOST_TEST(test::run_until(l, [&] { return o.calls == 1; }));
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(o.text == "hello");
+  BOOST_TEST((pool.stats().path == turnloop::io_path::io_uring));
+  BOOST_TEST(pool.stats().leased == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  stream_protocol::socket a(l), b(l);
+  asio::local::connect_pair(a, b);
+  auto strand = asio::make_strand(l);
+  std::atomic<int> failures{0};
+  outcome o;
+  bool in_strand = false;
+  asio::post(l, [&] {
+    turnloop::async_read_pooled(b, asio::bind_allocator(
+          failing_allocator<void>(&failures), asio::bind_executor(strand,
+            [&](error_code ec, turnloop::buffer_lease lease) {
+              record(o)(ec, std::move(lease));
+              in_strand = strand.running_in_this_thread();
+            })));
+  });
+  l.poll(); // in the kernel, its delivery reserved
+  BOOST_TEST_REQUIRE((pool.stats().path == turnloop::io_path::io_uring));
+  failures = 2;
+  asio::write(a, asio::buffer(std::string("hello")));
+  BOOST_CHECK_NO_THROW(BOOST_TEST(test::run_until(l,
+          [&] { return o.calls == 1; })));
+  BOOST_TEST(failures == 0);
+  BOOST_TEST(!o.ec);
+  BOOST_TEST(o.text == "hello");
+  BOOST_TEST(in_strand);
+  BOOST_TEST(pool.stats().leased == 0u);
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_ring_write_that_cannot_be_recorded_is_refused_at_the_call_and_its_lease_returns)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_pool_config(2));
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  stream_protocol::socket a(l);
+  stream_protocol::socket b = high_numbered_socket(l, a);
+
+  int calls = 0;
+  bool refused = false;
+  bool ran = false;
+  asio::post(l, [&] {
+    turnloop::buffer_lease lease = pool.try_lease();
+    BOOST_TEST_REQUIRE(bool(lease));
+    std::memcpy(lease.storage().data(), "hello", 5);
+    lease.resize(5);
+    BOOST_TEST(pool.stats().leased == 1u);
+    fail_large failing;
+    try
+    {
+      turnloop::async_write_lease(b, std::move(lease),
+          [&](error_code, std::size_t) { ++calls; });
+    }
+    catch (const std::bad_alloc&)
+    {
+      refused = true;
+    }
+    ran = true;
+  });
+  // Not run(): an operation accepted by mistake would keep it waiting.
+  BOOST_CHECK_NO_THROW(BOOST_TEST(test::run_until(l, [&] { return ran; })));
+  BOOST_TEST(refused);
+  BOOST_TEST(calls == 0);
+  BOOST_TEST(pool.stats().leased == 0u); // the refused write's lease came back
+  BOOST_TEST(l.stats().operations.in_use == 0u);
+
+  // Memory is back: the same socket writes a lease through the ring.
+  error_code written;
+  std::size_t n = 0;
+  asio::post(l, [&] {
+    turnloop::buffer_lease lease = pool.try_lease();
+    std::memcpy(lease.storage().data(), "again", 5);
+    lease.resize(5);
+    turnloop::async_write_lease(b, std::move(lease),
+        [&](error_code ec, std::size_t bytes) {
+          ++calls;
+          written = ec;
+          n = bytes;
+        });
+  });
+  BOOST_TEST(test::run_until(l, [&] { return calls == 1; }));
+  BOOST_TEST(!written);
+  BOOST_TEST(n == 5u);
+  std::string got(5, '\0');
+  asio::read(a, asio::buffer(got));
+  BOOST_TEST(got == "again");
+  BOOST_TEST((pool.stats().path == turnloop::io_path::io_uring));
+  BOOST_TEST(pool.stats().io_uring_enters > 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
 }
