@@ -323,7 +323,7 @@ private:
           if (pool_ring* ring = pool_->ring_for_sockets())
             return uring_recv_op<read_pooled_op>::start(std::move(*this),
                 *ring, impl.socket_, impl.reactor_data_, true);
-        pooled_recv_op<read_pooled_op>::start(std::move(*this),
+        pooled_recv_op<read_pooled_op, buffer_lease>::start(std::move(*this),
             core.reactor(), impl.socket_, impl.reactor_data_,
             core.running_in_this_thread());
         return;
