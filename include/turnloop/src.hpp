@@ -28,7 +28,7 @@
 #include <turnloop/detail/uring/impl/pool_ring.ipp>
 #include <turnloop/detail/accept/impl/handle_service.ipp>
 #include <turnloop/impl/accept.ipp>
-#include <turnloop/detail/group/impl/group_threads.ipp>
+#include <turnloop/impl/group_threads.ipp>
 #include <turnloop/impl/loop_group.ipp>
 
 #endif // TURNLOOP_SRC_HPP
