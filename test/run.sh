@@ -5,7 +5,8 @@
 #   3. the cases labelled "threads" under ThreadSanitizer;
 #   4. every program in example/ (each runs to completion and exits 0);
 #   5. every public header alone, compiled and header-only (b2 headers), and
-#      the programs built from them;
+#      the programs built from them; and the include direction of detail/
+#      and impl/ (test/include_direction.py, one case);
 #   6. the consumer builds: CMake find_package, add_subdirectory,
 #      FetchContent, and pkg-config (test/consumers.sh);
 #   7. the benchmark suite's quick mode once, to prove it still works (a
@@ -348,7 +349,10 @@ runs_tsan() {
   done
 }
 runs_examples() { run_examples stage/example example; }
-runs_headers() { run_headers stage/headers headers; }
+runs_headers() {
+  run_headers stage/headers headers
+  run_program headers test/include_direction.py
+}
 
 # Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
 # one case each.

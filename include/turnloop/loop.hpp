@@ -14,6 +14,7 @@
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/detail/engine/asio_config.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
+#include <turnloop/detail/loop_access.hpp>
 
 #include <boost/asio/execution.hpp>
 #include <boost/asio/io_context.hpp>
@@ -24,22 +25,6 @@
 #include <memory>
 
 namespace turnloop {
-
-class loop;
-
-namespace detail {
-
-/// The engine of @p l, for turnloop's own services.
-loop_core& core_of(loop& l) noexcept;
-
-/// The first step of destroying @p l: marks it shutting down and shuts its
-/// services down (destroying their pending operations), leaving its queues
-/// and the loop itself for later. ~loop starts with it (a second call finds
-/// nothing left to shut down); loop_group takes it on every loop before it
-/// destroys any.
-void shut_down(loop& l) noexcept;
-
-} // namespace detail
 
 /// An Asio execution context that runs handlers in turns on one thread.
 ///

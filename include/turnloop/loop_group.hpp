@@ -15,7 +15,7 @@
 #include <turnloop/config.hpp>
 #include <turnloop/group_stats.hpp>
 #include <turnloop/loop.hpp>
-#include <turnloop/detail/group/group_threads.hpp>
+#include <turnloop/impl/group_threads.hpp>
 
 #include <atomic>
 #include <cstddef>

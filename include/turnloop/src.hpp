@@ -17,7 +17,6 @@
 #include <turnloop/detail/engine/impl/asio_config.ipp>
 #include <turnloop/detail/engine/impl/loop_core.ipp>
 #include <turnloop/impl/loop.ipp>
-#include <turnloop/detail/impl/loop_of.ipp>
 #include <turnloop/detail/blocking/impl/blocking_pool.ipp>
 #include <turnloop/detail/blocking/impl/blocking_service.ipp>
 #include <turnloop/impl/blocking.ipp>
@@ -25,12 +24,11 @@
 #include <turnloop/impl/buffer_pool.ipp>
 #include <turnloop/detail/pool/impl/buffer_store.ipp>
 #include <turnloop/detail/pool/impl/descriptor_read.ipp>
-#include <turnloop/detail/pool/impl/buffer_pool_of.ipp>
 #include <turnloop/detail/uring/impl/uring_ring.ipp>
 #include <turnloop/detail/uring/impl/pool_ring.ipp>
 #include <turnloop/detail/accept/impl/handle_service.ipp>
 #include <turnloop/impl/accept.ipp>
-#include <turnloop/detail/group/impl/group_threads.ipp>
+#include <turnloop/impl/group_threads.ipp>
 #include <turnloop/impl/loop_group.ipp>
 
 #endif // TURNLOOP_SRC_HPP

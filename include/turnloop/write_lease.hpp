@@ -12,7 +12,7 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/buffer_lease.hpp>
-#include <turnloop/detail/pool/read_pooled_op.hpp>
+#include <turnloop/detail/pool/pollable_stream.hpp>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/system/error_code.hpp>

@@ -26,7 +26,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/operation.hpp>
-#include <turnloop/loop.hpp>
+#include <turnloop/detail/loop_access.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -44,35 +44,6 @@
 
 namespace turnloop {
 namespace detail {
-
-template <typename T>
-struct is_loop_executor : std::false_type
-{
-};
-
-template <typename Allocator, std::uintptr_t Bits>
-struct is_loop_executor<loop::basic_executor_type<Allocator, Bits>>
-  : std::true_type
-{
-};
-
-/// True if a handler bound to @p ex may be invoked directly in a turn of
-/// @p l: @p ex is that loop's own executor, possibly behind any_io_executor.
-/// Anything else (a strand, another context) is dispatched to.
-template <typename Executor>
-bool invokes_directly(const Executor& ex, const loop& l) noexcept
-{
-  if constexpr (is_loop_executor<Executor>::value)
-    return &ex.context() == &l;
-  else if constexpr (requires { ex.template target<loop::executor_type>(); })
-  {
-    const loop::executor_type* target =
-      ex.template target<loop::executor_type>();
-    return target && &target->context() == &l;
-  }
-  else
-    return false;
-}
 
 /// The delivery of whichever courier is being destroyed on this thread
 /// while a dispatch unwinds: how a dispatch that threw tells its caller

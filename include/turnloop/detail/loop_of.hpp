@@ -19,6 +19,8 @@
 
 namespace turnloop {
 
+// Declared only: these functions hand the loop on, and their bodies, which
+// need the whole loop, are in impl/loop.ipp.
 class loop;
 
 namespace detail {
@@ -36,9 +38,5 @@ TURNLOOP_DECL std::atomic<std::uint64_t>& loops_ended() noexcept;
 
 } // namespace detail
 } // namespace turnloop
-
-#if defined(TURNLOOP_HEADER_ONLY)
-# include <turnloop/detail/impl/loop_of.ipp>
-#endif // defined(TURNLOOP_HEADER_ONLY)
 
 #endif // TURNLOOP_DETAIL_LOOP_OF_HPP

@@ -9,6 +9,21 @@
 
 namespace turnloop {
 
+// detail::blocking_service's, here because the service is the loop's: it
+// takes the loop its context is, and the loop's configuration.
+TURNLOOP_DECL detail::blocking_service::blocking_service(
+    boost::asio::execution_context& owner)
+  : boost::asio::execution_context::service(owner),
+    loop_(static_cast<loop&>(owner)),
+    core_(detail::core_of(loop_)),
+    config_(loop_.get_config().blocking),
+    pool_(std::make_shared<blocking_pool>(core_, *this, config_)),
+    jobs_(std::in_place, config_.max_undelivered),
+    undelivered_(config_.max_undelivered)
+{
+  core_.add_source(*this);
+}
+
 TURNLOOP_DECL blocking_stats blocking_statistics(loop& l)
 {
   blocking_stats s;

@@ -7,10 +7,15 @@
 #ifndef TURNLOOP_IMPL_BUFFER_POOL_HPP
 #define TURNLOOP_IMPL_BUFFER_POOL_HPP
 
+#include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
+#include <boost/asio/detail/handler_alloc_helpers.hpp>
+#include <boost/asio/detail/handler_work.hpp>
+#include <boost/asio/detail/memory.hpp>
 
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
@@ -22,6 +27,65 @@
 #include <utility>
 
 namespace turnloop {
+namespace detail {
+
+template <typename Handler, typename IoExecutor>
+class buffer_wait_handler final : public buffer_wait_op
+{
+public:
+  BOOST_ASIO_DEFINE_HANDLER_PTR(buffer_wait_handler);
+
+  /// For a handler whose executor is not the loop's: the delivery of its
+  /// completion, reserved before the wait starts (see foreign_delivery.hpp).
+  using reservation = reserved_delivery<Handler,
+        boost::asio::associated_executor_t<Handler, IoExecutor>,
+        boost::system::error_code, buffer_lease>;
+
+  buffer_wait_handler(Handler& handler, const IoExecutor& io_ex,
+      std::optional<reservation>&& reserved)
+    : buffer_wait_op(&buffer_wait_handler::do_complete),
+      handler_(std::move(handler)),
+      work_(handler_, io_ex),
+      reserved_(std::move(reserved))
+  {
+  }
+
+private:
+  static void do_complete(buffer_wait_op* base,
+      const boost::system::error_code* ec, buffer_lease* lease)
+  {
+    buffer_wait_handler* o = static_cast<buffer_wait_handler*>(base);
+    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+    boost::asio::detail::handler_work<Handler, IoExecutor> w(
+        std::move(o->work_));
+    std::optional<reservation> reserved(std::move(o->reserved_));
+
+    // Move the handler and its arguments out so that the operation's memory
+    // is free before the upcall, which may start the next operation.
+    boost::asio::detail::move_binder2<Handler, boost::system::error_code,
+      buffer_lease> handler(0, std::move(o->handler_),
+          ec ? *ec : boost::system::error_code(),
+          lease ? std::move(*lease) : buffer_lease());
+    p.h = boost::asio::detail::addressof(handler.handler_);
+    p.reset();
+
+    if (!ec)
+      return;
+    if (reserved)
+    {
+      reserved->deliver(std::move(handler.handler_), handler.arg1_,
+          std::move(handler.arg2_));
+    }
+    else
+      w.complete(handler, handler.handler_);
+  }
+
+  Handler handler_;
+  boost::asio::detail::handler_work<Handler, IoExecutor> work_;
+  std::optional<reservation> reserved_;
+};
+
+} // namespace detail
 
 class buffer_pool::initiate_lease
 {

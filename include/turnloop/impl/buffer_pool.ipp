@@ -36,6 +36,37 @@ inline loop& checked_loop(boost::asio::execution_context& ctx)
       "turnloop::buffer_pool needs a turnloop::loop");
 }
 
+// detail/pool/buffer_pool_of.hpp's function: the pool is the loop's service,
+// which takes the whole pool and the whole loop.
+struct remembered_pool
+{
+  boost::asio::execution_context* context;
+  buffer_pool* pool;
+  std::uint64_t loops_ended;
+};
+
+TURNLOOP_DECL buffer_pool* buffer_pool_of(
+    boost::asio::execution_context& ctx)
+{
+  static thread_local remembered_pool remembered{};
+  // A pool's memory goes only with its loop's services, in ~loop, which
+  // bumps loops_ended (detail/loop_of.hpp) before they shut down and again
+  // once they have gone: whoever could reuse the loop's address was
+  // allocated after that, and so (allocation being ordered) reads the new
+  // count here; one remembered while the loop was being destroyed is
+  // forgotten at the second bump. A pool shut down while its loop lives (a
+  // loop_group's teardown shuts every loop down before destroying any) is
+  // still the one use_service would return, so it may stay remembered.
+  const std::uint64_t ended = loops_ended().load(std::memory_order_acquire);
+  if (remembered.context == &ctx && remembered.loops_ended == ended)
+    return remembered.pool;
+  loop* l = loop_of(ctx);
+  if (!l)
+    return nullptr;
+  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), ended};
+  return remembered.pool;
+}
+
 } // namespace detail
 
 TURNLOOP_DECL buffer_pool::buffer_pool(boost::asio::execution_context& ctx)
@@ -203,6 +234,29 @@ TURNLOOP_DECL void buffer_pool::take_back_returned() noexcept
 TURNLOOP_DECL void buffer_pool::returned_elsewhere() noexcept
 {
   core_.signal(*this);
+}
+
+// buffer_store's, here because a buffer released while the store is open
+// goes to the pool.
+TURNLOOP_DECL void detail::buffer_store::release(detail::pooled_buffer* b) noexcept
+{
+  buffer_store& s = *b->store;
+  if (!s.open_.load(std::memory_order_acquire))
+  {
+    s.discard(b);
+    return;
+  }
+  if (s.core_.running_in_this_thread())
+  {
+    s.pool_.give_back(b);
+    return;
+  }
+  detail::pooled_buffer* head = s.returned_.load(std::memory_order_relaxed);
+  do
+    b->next = head;
+  while (!s.returned_.compare_exchange_weak(head, b,
+        std::memory_order_release, std::memory_order_relaxed));
+  s.pool_.returned_elsewhere();
 }
 
 TURNLOOP_DECL void buffer_pool::link_waiting(detail::slot_id id,

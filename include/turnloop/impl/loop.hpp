@@ -11,6 +11,36 @@
 #include <utility>
 
 namespace turnloop {
+namespace detail {
+
+template <typename T>
+struct is_loop_executor : std::false_type
+{
+};
+
+template <typename Allocator, std::uintptr_t Bits>
+struct is_loop_executor<loop::basic_executor_type<Allocator, Bits>>
+  : std::true_type
+{
+};
+
+// Declared in detail/loop_access.hpp.
+template <typename Executor>
+bool invokes_directly(const Executor& ex, const loop& l) noexcept
+{
+  if constexpr (is_loop_executor<Executor>::value)
+    return &ex.context() == &l;
+  else if constexpr (requires { ex.template target<loop::executor_type>(); })
+  {
+    const loop::executor_type* target =
+      ex.template target<loop::executor_type>();
+    return target && &target->context() == &l;
+  }
+  else
+    return false;
+}
+
+} // namespace detail
 
 #if BOOST_ASIO_VERSION >= 103600
 

@@ -7,7 +7,6 @@
 
 #include <turnloop/loop_group.hpp>
 #include <turnloop/detail/group/add_stats.hpp>
-#include <turnloop/detail/group/teardown.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
@@ -16,6 +15,31 @@
 #include <thread>
 
 namespace turnloop {
+namespace detail {
+
+// Destroys the loops of a group together. A handler or coroutine pending on
+// one loop may own an I/O object or a tracked executor of another (a
+// coroutine that moved there holds both), so destroying the loops one after
+// another would let the later ones reach into the earlier ones' freed
+// services. Instead every loop's services are shut down first (which
+// destroys their pending operations), then every loop's queues are drained
+// until none has anything left, and only then is any loop destroyed: by
+// that time no user object that could reach another loop is left.
+inline void destroy_together(std::vector<std::unique_ptr<loop>>& loops) noexcept
+{
+  for (auto& l : loops)
+    shut_down(*l);
+  for (bool again = true; again;)
+  {
+    again = false;
+    for (auto& l : loops)
+      again = core_of(*l).drain() || again;
+  }
+  while (!loops.empty())
+    loops.pop_back();
+}
+
+} // namespace detail
 
 TURNLOOP_DECL std::size_t loop_group::default_size() noexcept
 {

@@ -111,8 +111,8 @@ public:
           delivery d(handler_type(std::forward<Handler>(handler)),
               std::move(reserved));
           auto& impl = socket_implementation_of<Stream>::get(stream_);
-          uring_send_op<delivery>::start(d, lease, *ring, impl.socket_,
-              impl.reactor_data_);
+          uring_send_op<delivery, buffer_lease>::start(d, lease, *ring,
+              impl.socket_, impl.reactor_data_);
           return;
         }
       }

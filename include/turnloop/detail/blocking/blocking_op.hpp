@@ -18,7 +18,7 @@
 #include <turnloop/detail/blocking/blocking_traits.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/error.hpp>
-#include <turnloop/loop.hpp>
+#include <turnloop/detail/loop_access.hpp>
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>

@@ -34,7 +34,7 @@
 #include <turnloop/detail/ceiling.hpp>
 #include <turnloop/detail/slot_table.hpp>
 #include <turnloop/detail/engine/turn_source.hpp>
-#include <turnloop/loop.hpp>
+#include <turnloop/detail/loop_access.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/execution_context.hpp>
@@ -57,7 +57,8 @@ public:
   static inline boost::asio::execution_context::id id;
 
   /// @p owner must be a turnloop::loop. Creates the result ring; starts no
-  /// thread.
+  /// thread. Defined with blocking.hpp (impl/blocking.ipp), which has the
+  /// whole loop.
   TURNLOOP_DECL explicit blocking_service(
       boost::asio::execution_context& owner);
 

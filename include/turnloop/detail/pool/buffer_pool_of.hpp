@@ -42,8 +42,4 @@ buffer_pool* buffer_pool_of_executor(const Executor& ex)
 } // namespace detail
 } // namespace turnloop
 
-#if defined(TURNLOOP_HEADER_ONLY)
-# include <turnloop/detail/pool/impl/buffer_pool_of.ipp>
-#endif // defined(TURNLOOP_HEADER_ONLY)
-
 #endif // TURNLOOP_DETAIL_POOL_BUFFER_POOL_OF_HPP

@@ -24,6 +24,8 @@
 
 namespace turnloop {
 
+// Declared only: the store holds a reference to its pool; the one call into
+// it (release) is defined in impl/buffer_pool.ipp.
 class buffer_pool;
 
 namespace detail {
@@ -149,6 +151,7 @@ public:
 
   /// Returns the buffer of a lease that lets go. Any thread; see the file
   /// comment, and buffer_lease for what a release after shutdown does.
+  /// Defined with the pool (impl/buffer_pool.ipp), which it calls.
   TURNLOOP_DECL static void release(pooled_buffer* b) noexcept;
 
   /// The pool is shutting down: from now on a release frees its buffer and

@@ -19,7 +19,6 @@
 #define TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP
 
 #include <turnloop/detail/config.hpp>
-#include <turnloop/buffer_lease.hpp>
 
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
@@ -88,13 +87,15 @@ private:
 
 /// The reactor operation. @p Handler is the pooled read (read_pooled_op),
 /// which provides
-///   reactor_op::status perform_recv(error_code&, buffer_lease&, bool&)
+///   reactor_op::status perform_recv(error_code&, Lease&, bool&)
 ///     the read itself, run by the reactor on the loop's thread;
-///   void on_recv(const error_code&, buffer_lease, bool needs_buffer)
+///   void on_recv(const error_code&, Lease, bool needs_buffer)
 ///     its continuation, run as the operation's completion.
+/// @p Lease is turnloop::buffer_lease, a parameter so that this header
+/// needs no public one.
 /// The operation's memory comes from the read's allocator, which is its
 /// user handler's.
-template <typename Handler>
+template <typename Handler, typename Lease>
 class pooled_recv_op final : public boost::asio::detail::reactor_op
 {
 public:
@@ -146,7 +147,7 @@ private:
     // goes on, which may start the next operation.
     Handler handler(std::move(o->handler_));
     const boost::system::error_code ec = o->ec_;
-    buffer_lease lease(std::move(o->lease_));
+    Lease lease(std::move(o->lease_));
     const bool needs_buffer = o->needs_buffer_;
     p.h = boost::asio::detail::addressof(handler);
     p.reset();
@@ -158,7 +159,7 @@ private:
   }
 
   Handler handler_;
-  buffer_lease lease_;
+  Lease lease_;
   bool needs_buffer_ = false;
 };
 

@@ -22,6 +22,7 @@
 #define TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP
 
 #include <turnloop/detail/config.hpp>
+#include <turnloop/detail/pool/buffer_store.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 
 #include <boost/asio/error.hpp>

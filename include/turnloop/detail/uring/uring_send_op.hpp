@@ -12,7 +12,6 @@
 #define TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP
 
 #include <turnloop/detail/config.hpp>
-#include <turnloop/buffer_lease.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 
@@ -28,9 +27,11 @@
 namespace turnloop {
 namespace detail {
 
-/// @p Handler (a write_lease_delivery) calls the user's handler: it is moved in whole with its
-/// handler and called as delivery(ec, bytes) on the loop's thread.
-template <typename Handler>
+/// @p Handler (a write_lease_delivery) calls the user's handler: it is moved
+/// in whole with its handler and called as delivery(ec, bytes) on the loop's
+/// thread. @p Lease is turnloop::buffer_lease, a parameter so that this
+/// header needs no public one.
+template <typename Handler, typename Lease>
 class uring_send_op final : public uring_op
 {
 public:
@@ -41,7 +42,7 @@ public:
   /// Sends @p lease's bytes on @p fd, registered as @p data.
   /// @throws std::bad_alloc, leaving @p delivery and @p lease with the
   /// caller.
-  static void start(Handler& delivery, buffer_lease& lease, pool_ring& ring,
+  static void start(Handler& delivery, Lease& lease, pool_ring& ring,
       int fd, epoll_reactor::per_descriptor_data& data)
   {
     ptr p = { boost::asio::detail::addressof(delivery),
@@ -57,7 +58,7 @@ public:
   }
 
 private:
-  uring_send_op(Handler&& delivery, buffer_lease&& lease, pool_ring& ring,
+  uring_send_op(Handler&& delivery, Lease&& lease, pool_ring& ring,
       int fd) noexcept
     : uring_op(&uring_send_op::do_complete),
       delivery_(std::move(delivery)),
@@ -110,7 +111,7 @@ private:
     // The buffer goes back first, then the operation's memory, then the
     // handler runs.
     const std::size_t written = o->written_;
-    o->lease_ = buffer_lease();
+    o->lease_ = Lease();
     Handler delivery(std::move(o->delivery_));
     p.h = boost::asio::detail::addressof(delivery);
     p.reset();
@@ -118,7 +119,7 @@ private:
   }
 
   Handler delivery_;
-  buffer_lease lease_;
+  Lease lease_;
   pool_ring& ring_;
   int fd_;
   std::size_t written_ = 0;

@@ -27,19 +27,6 @@
 namespace turnloop {
 namespace detail {
 
-TURNLOOP_DECL blocking_service::blocking_service(
-    boost::asio::execution_context& owner)
-  : boost::asio::execution_context::service(owner),
-    loop_(static_cast<loop&>(owner)),
-    core_(core_of(loop_)),
-    config_(loop_.get_config().blocking),
-    pool_(std::make_shared<blocking_pool>(core_, *this, config_)),
-    jobs_(std::in_place, config_.max_undelivered),
-    undelivered_(config_.max_undelivered)
-{
-  core_.add_source(*this);
-}
-
 TURNLOOP_DECL blocking_service::~blocking_service()
 {
   assert(closed_);

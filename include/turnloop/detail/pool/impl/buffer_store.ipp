@@ -6,7 +6,6 @@
 #define TURNLOOP_DETAIL_POOL_IMPL_BUFFER_STORE_IPP
 
 #include <turnloop/detail/pool/buffer_store.hpp>
-#include <turnloop/buffer_pool.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 
 #include <new>
@@ -72,28 +71,6 @@ TURNLOOP_DECL std::size_t buffer_store::leased() const noexcept
       b = b->next)
     ++returned;
   return leased_ - returned;
-}
-
-TURNLOOP_DECL void buffer_store::release(pooled_buffer* b) noexcept
-{
-  buffer_store& s = *b->store;
-  if (!s.open_.load(std::memory_order_acquire))
-  {
-    free_buffer(b);
-    s.drop_reference();
-    return;
-  }
-  if (s.core_.running_in_this_thread())
-  {
-    s.pool_.give_back(b);
-    return;
-  }
-  pooled_buffer* head = s.returned_.load(std::memory_order_relaxed);
-  do
-    b->next = head;
-  while (!s.returned_.compare_exchange_weak(head, b,
-        std::memory_order_release, std::memory_order_relaxed));
-  s.pool_.returned_elsewhere();
 }
 
 TURNLOOP_DECL void buffer_store::close() noexcept

@@ -1,11 +1,11 @@
 //
-// turnloop/detail/group/impl/group_threads.ipp
+// turnloop/impl/group_threads.ipp
 //
 
-#ifndef TURNLOOP_DETAIL_GROUP_IMPL_GROUP_THREADS_IPP
-#define TURNLOOP_DETAIL_GROUP_IMPL_GROUP_THREADS_IPP
+#ifndef TURNLOOP_IMPL_GROUP_THREADS_IPP
+#define TURNLOOP_IMPL_GROUP_THREADS_IPP
 
-#include <turnloop/detail/group/group_threads.hpp>
+#include <turnloop/impl/group_threads.hpp>
 #include <turnloop/error.hpp>
 
 #include <boost/asio/post.hpp>
@@ -246,4 +246,4 @@ TURNLOOP_DECL void group_threads::on_each_loop(
 } // namespace detail
 } // namespace turnloop
 
-#endif // TURNLOOP_DETAIL_GROUP_IMPL_GROUP_THREADS_IPP
+#endif // TURNLOOP_IMPL_GROUP_THREADS_IPP

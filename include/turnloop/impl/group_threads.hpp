@@ -1,8 +1,11 @@
 //
-// turnloop/detail/group/group_threads.hpp
+// turnloop/impl/group_threads.hpp
 //
 // The threads of a turnloop::loop_group, one per loop, and how they agree
-// that the group as a whole has run out of work.
+// that the group as a whole has run out of work. In impl/, not detail/:
+// they run the loops and hold the loops' own tracked executors
+// (loop::executor_type, a member of the loop that only its definition
+// declares).
 //
 // A loop's run() returns when *that* loop has no work, but another loop of
 // the group may still post to it. So a thread whose loop ran out does not
@@ -14,8 +17,8 @@
 // ends a round, so the rounds cost nothing while it runs.
 //
 
-#ifndef TURNLOOP_DETAIL_GROUP_GROUP_THREADS_HPP
-#define TURNLOOP_DETAIL_GROUP_GROUP_THREADS_HPP
+#ifndef TURNLOOP_IMPL_GROUP_THREADS_HPP
+#define TURNLOOP_IMPL_GROUP_THREADS_HPP
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/loop.hpp>
@@ -105,7 +108,7 @@ private:
 } // namespace turnloop
 
 #if defined(TURNLOOP_HEADER_ONLY)
-# include <turnloop/detail/group/impl/group_threads.ipp>
+# include <turnloop/impl/group_threads.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
 
-#endif // TURNLOOP_DETAIL_GROUP_GROUP_THREADS_HPP
+#endif // TURNLOOP_IMPL_GROUP_THREADS_HPP
