@@ -8,14 +8,18 @@ server thread's user, system and total CPU microseconds per message
 messages per second against stock io_context's. doc/io_uring.md, "Where the
 server's time goes", has what the split says.
 
-  bench/echo_split.py [--runs 7] [--connections 256,64] [--program stage/bench/tcp]
+  bench/echo_split.py [--runs 7] [--connections 256,64] [--program <tcp program>]
+
+The program is stage/bench/tcp unless --program names another (bench/run.sh
+builds it).
 """
 
 import argparse
-import json
+import os
 import statistics
-import subprocess
 import sys
+
+import run as bench  # run_child: one measurement, its JSON or its failure
 
 SIDES = {
     "io_uring": ["--side", "turnloop", "--config", "pooled_io_uring"],
@@ -28,12 +32,10 @@ FIELDS = ("server_user_us_per_message", "server_system_us_per_message",
 
 
 def run(program, side_args, connections):
-    out = subprocess.run([program, "echo_pooled", *side_args,
-                          "--connections", str(connections)],
-                         capture_output=True, text=True, check=False).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    result = bench.run_child([program, "echo_pooled", *side_args,
+                              "--connections", str(connections)])
     if result.get("status") != "ok":
-        sys.exit(f"echo_pooled {' '.join(side_args)}: {result}")
+        sys.exit(f"{result['command']}: {result.get('failure', result)}")
     return result
 
 
@@ -41,7 +43,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--connections", default="256,64")
-    parser.add_argument("--program", default="stage/bench/tcp")
+    parser.add_argument("--program",
+                        default=os.path.join(bench.PROGRAMS, "tcp"))
     args = parser.parse_args()
     counts = [int(c) for c in args.connections.split(",") if c]
     print(f"{'C':>4} {'side':14} {'msgs/s':>9} {'user':>6} {'system':>6} "
