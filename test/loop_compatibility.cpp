@@ -18,6 +18,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/io_context_strand.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/connect_pair.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -253,6 +254,61 @@ BOOST_AUTO_TEST_CASE(a_strand_spelled_on_io_contexts_executor_accepts_make_stran
   BOOST_TEST(order1 == in_order, boost::test_tools::per_element());
   BOOST_TEST(order2 == in_order, boost::test_tools::per_element());
   BOOST_TEST(order3 == in_order, boost::test_tools::per_element());
+}
+
+namespace {
+
+// What Beast's basic_stream test compares: an executor, I/O object or strand
+// spelled on io_context's executor against the context's own. On a loop the
+// two sides are different types; the answers must be io_context's.
+template <typename Context>
+void compare_with_io_context_spellings(Context& ctx)
+{
+  const auto ex = ctx.get_executor();
+  const io_executor spelled = ex;
+  BOOST_TEST((spelled == ex));
+  BOOST_TEST((ex == spelled));
+  BOOST_TEST(!(spelled != ex));
+  BOOST_TEST(!(ex != spelled));
+
+  asio::basic_stream_socket<asio::ip::tcp, io_executor> socket(ctx);
+  BOOST_TEST((socket.get_executor() == ex));
+  BOOST_TEST((ex == socket.get_executor()));
+
+  // Same context, other properties: not equal, as io_context's.
+  const auto never = asio::require(ex, asio::execution::blocking.never);
+  BOOST_TEST((spelled != never));
+  BOOST_TEST((never != spelled));
+  const io_executor spelled_never = never;
+  BOOST_TEST((spelled_never == never));
+  BOOST_TEST((never == spelled_never));
+
+  asio::io_context other;
+  const io_executor elsewhere = other.get_executor();
+  BOOST_TEST((elsewhere != ex));
+  BOOST_TEST((ex != elsewhere));
+  BOOST_TEST(!(elsewhere == ex));
+
+  const auto strand = asio::make_strand(ctx);
+  const asio::strand<io_executor> spelled_strand = strand;
+  BOOST_TEST((spelled_strand == strand));
+  BOOST_TEST((strand == spelled_strand));
+  BOOST_TEST(!(spelled_strand != strand));
+  BOOST_TEST(!(strand != spelled_strand));
+  const asio::strand<io_executor> another = asio::make_strand(ctx);
+  BOOST_TEST((another != strand));
+  BOOST_TEST((strand != another));
+  BOOST_TEST(!(another == strand));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(io_context_spellings_compare_with_the_loops_executors_as_on_io_context)
+{
+  asio::io_context ioc;
+  compare_with_io_context_spellings(ioc);
+  turnloop::loop l;
+  compare_with_io_context_spellings(l);
 }
 
 BOOST_AUTO_TEST_CASE(bind_executor_with_io_contexts_executor_runs_the_handler_on_the_loop)

@@ -6,6 +6,9 @@
 //
 
 #include <turnloop/loop.hpp>
+#include <turnloop/blocking.hpp>
+#include <turnloop/buffer_pool.hpp>
+#include <turnloop/detail/blocking/blocking_service.hpp>
 #include <turnloop/detail/loop_of.hpp>
 
 #define BOOST_TEST_MODULE loop_destruction
@@ -22,6 +25,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <new>
 #include <optional>
@@ -249,3 +253,123 @@ BOOST_AUTO_TEST_CASE(a_context_made_where_a_loop_was_is_not_taken_for_it)
   ::operator delete(memory);
 }
 
+
+namespace {
+
+// Runs its action when destroyed (not when moved from): a handler that
+// never runs and reaches for one of the loop's services from its destructor.
+struct acts_on_destruction
+{
+  std::function<void()> action;
+
+  explicit acts_on_destruction(std::function<void()> a) : action(std::move(a)) {}
+  acts_on_destruction(acts_on_destruction&& o) noexcept
+    : action(std::exchange(o.action, nullptr)) {}
+  ~acts_on_destruction()
+  {
+    if (action)
+      action();
+  }
+  void operator()() {}
+  void operator()(boost::system::error_code) {}
+};
+
+// Leaves two handlers for ~loop to destroy, each doing @p action: one in the
+// loop's queue (destroyed after the services have shut down) and one in a
+// timer's wait (destroyed while they shut down).
+void destroy_loop_with(turnloop::loop& l, std::function<void()> action)
+{
+  asio::post(l, acts_on_destruction(action));
+  auto timer = std::make_shared<asio::steady_timer>(l, 1h);
+  timer->async_wait([timer, a = std::make_shared<acts_on_destruction>(action)](
+        boost::system::error_code) {});
+}
+
+void submit_blocking(turnloop::loop& l, std::shared_ptr<tracker> t)
+{
+  turnloop::async_blocking(l, [t] { ++t->ran; return 1; },
+      [t](boost::system::error_code, std::exception_ptr, int) { ++t->ran; });
+}
+
+void lease_both_ways(turnloop::loop& l, std::shared_ptr<tracker> t)
+{
+  auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+  boost::system::error_code ec;
+  turnloop::buffer_lease lease = pool.try_lease(ec);
+  if (lease)
+    ++t->ran;
+  pool.async_lease([t](boost::system::error_code, turnloop::buffer_lease) {
+    ++t->ran;
+  });
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_destructor_may_make_the_loops_first_blocking_submission)
+{
+  // The blocking service is made after the loop's services have shut down:
+  // the submission is dropped (its handler destroyed unrun, its function
+  // never called), as a post then, and the service goes cleanly.
+  auto t = std::make_shared<tracker>();
+  {
+    turnloop::loop l;
+    destroy_loop_with(l, [&l, t] { submit_blocking(l, t); });
+  }
+  BOOST_TEST(t->ran == 0);
+  BOOST_TEST(t.use_count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_destructor_may_submit_to_a_blocking_service_that_has_shut_down,
+    * test::threads_label())
+{
+  auto t = std::make_shared<tracker>();
+  {
+    turnloop::loop l;
+    auto before = std::make_shared<tracker>();
+    submit_blocking(l, before);
+    l.run();
+    BOOST_TEST(before->ran == 2);
+    destroy_loop_with(l, [&l, t] { submit_blocking(l, t); });
+  }
+  BOOST_TEST(t->ran == 0);
+  BOOST_TEST(t.use_count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_destructor_may_make_the_loops_first_lease)
+{
+  auto t = std::make_shared<tracker>();
+  {
+    turnloop::loop l;
+    destroy_loop_with(l, [&l, t] { lease_both_ways(l, t); });
+  }
+  BOOST_TEST(t->ran == 0);
+  BOOST_TEST(t.use_count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_destructor_may_lease_from_a_pool_that_has_shut_down)
+{
+  auto t = std::make_shared<tracker>();
+  {
+    turnloop::loop l;
+    auto& pool = asio::use_service<turnloop::buffer_pool>(l);
+    BOOST_TEST(static_cast<bool>(pool.try_lease()));
+    destroy_loop_with(l, [&l, t] { lease_both_ways(l, t); });
+  }
+  BOOST_TEST(t->ran == 0);
+  BOOST_TEST(t.use_count() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_blocking_service_made_and_dropped_outside_the_registry_goes_cleanly)
+{
+  // What Asio does to the loser when two threads make a service at once: it
+  // is constructed, never shut down, and destroyed, maybe while the loop
+  // runs. Nothing of it may stay behind in the loop.
+  turnloop::loop l;
+  {
+    turnloop::detail::blocking_service loser(l);
+  }
+  auto t = std::make_shared<tracker>();
+  submit_blocking(l, t);
+  l.run();
+  BOOST_TEST(t->ran == 2);
+}

@@ -123,14 +123,25 @@ BOOST_AUTO_TEST_CASE(require_changes_exactly_the_property_asked_for)
   BOOST_TEST(&asio::query(with_alloc, execution::context) == &l);
 }
 
-BOOST_AUTO_TEST_CASE(executors_compare_by_loop)
+BOOST_AUTO_TEST_CASE(executors_compare_by_loop_and_properties_as_io_contexts_do)
 {
   turnloop::loop a;
   turnloop::loop b;
   BOOST_TEST((a.get_executor() == a.get_executor()));
   BOOST_TEST((a.get_executor() != b.get_executor()));
+  // io_context's executors with other blocking or relationship properties
+  // compare unequal; so do the loop's.
   auto never = asio::require(a.get_executor(), execution::blocking.never);
-  BOOST_TEST((never == a.get_executor()));
+  BOOST_TEST((never != a.get_executor()));
+  BOOST_TEST((never == asio::require(a.get_executor(), execution::blocking.never)));
+  BOOST_TEST((asio::require(never, execution::blocking.possibly) == a.get_executor()));
+  auto continuation = asio::require(a.get_executor(),
+      execution::relationship.continuation);
+  BOOST_TEST((continuation != a.get_executor()));
+  // A tracked copy holds a unit of work; it is still the same executor.
+  auto tracked = asio::prefer(a.get_executor(), execution::outstanding_work.tracked);
+  auto copy = tracked;
+  BOOST_TEST((copy == tracked));
 }
 
 BOOST_AUTO_TEST_CASE(a_tracked_executor_keeps_run_alive_until_released)

@@ -188,3 +188,74 @@ BOOST_AUTO_TEST_CASE(a_base_run_throws_from_a_handler_and_continues)
   ioc.run();
   BOOST_TEST(order == (std::vector<int>{1, 2}));
 }
+
+namespace {
+
+// What Beast's websocket tests do: count the handlers each base run_one()
+// or poll_one() runs.
+template <typename Context>
+void one_handler_per_base_call(Context& ctx)
+{
+  asio::io_context& ioc = ctx;
+  int ran = 0;
+  auto post_three = [&] {
+    for (int i = 0; i < 3; ++i)
+      asio::post(ctx, [&] { ++ran; });
+  };
+
+  post_three();
+  BOOST_TEST(ioc.run_one() == 1u);
+  BOOST_TEST(ran == 1);
+  BOOST_TEST(ioc.poll_one() == 1u);
+  BOOST_TEST(ran == 2);
+  BOOST_TEST(ioc.run_one_for(test::deadline) == 1u);
+  BOOST_TEST(ran == 3);
+  BOOST_TEST(ioc.stopped()); // out of work, as io_context
+  ioc.restart();
+
+  post_three();
+  BOOST_TEST(ioc.run_one_until(std::chrono::steady_clock::now() + test::deadline)
+      == 1u);
+  BOOST_TEST(ran == 4);
+  BOOST_TEST(ioc.poll() == 2u);
+  BOOST_TEST(ran == 6);
+  ioc.restart();
+
+  // A handler's own posts wait for the next call.
+  asio::post(ctx, [&] { ++ran; asio::post(ctx, [&] { ++ran; }); });
+  BOOST_TEST(ioc.run_one() == 1u);
+  BOOST_TEST(ran == 7);
+  BOOST_TEST(ioc.run_one() == 1u);
+  BOOST_TEST(ran == 8);
+  BOOST_TEST(ioc.run() == 0u);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(base_run_one_and_poll_one_run_one_handler_as_on_io_context)
+{
+  asio::io_context ioc;
+  one_handler_per_base_call(ioc);
+  turnloop::loop l;
+  one_handler_per_base_call(l);
+}
+
+BOOST_AUTO_TEST_CASE(base_run_one_runs_one_timer_or_socket_completion)
+{
+  turnloop::loop l;
+  asio::io_context& ioc = l;
+  int ran = 0;
+  asio::steady_timer t1(l), t2(l);
+  t1.expires_after(0ms);
+  t2.expires_after(0ms);
+  t1.async_wait([&](boost::system::error_code) { ++ran; });
+  t2.async_wait([&](boost::system::error_code) { ++ran; });
+  std::size_t calls = 0;
+  while (ran < 2 && calls < 100)
+  {
+    const int before = ran;
+    calls += ioc.run_one_for(test::deadline);
+    BOOST_TEST(ran - before <= 1);
+  }
+  BOOST_TEST(ran == 2);
+}

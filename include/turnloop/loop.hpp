@@ -18,6 +18,7 @@
 
 #include <boost/asio/execution.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -416,11 +417,13 @@ public:
     return context_ptr()->core_.running_in_this_thread();
   }
 
-  /// Two executors are equal if they refer to the same loop and allocator.
+  /// Two executors are equal if they refer to the same loop, with the same
+  /// blocking and relationship properties and equal allocators, as
+  /// io_context's executors compare.
   friend bool operator==(const basic_executor_type& a,
       const basic_executor_type& b) noexcept
   {
-    return a.context_ptr() == b.context_ptr()
+    return a.context_ptr() == b.context_ptr() && a.properties() == b.properties()
       && static_cast<const Allocator&>(a) == static_cast<const Allocator&>(b);
   }
 
@@ -434,6 +437,45 @@ public:
   using io_context_executor_type = boost::asio::io_context::basic_executor_type<
       Allocator,
       tracked ? boost::asio::detail::io_context_bits::outstanding_work_tracked : 0>;
+
+  /// @name Comparisons with io_context's executors
+  /// For code that holds an io_context::executor_type taken from a loop (an
+  /// I/O object typed on it, say) and compares it with the loop's: equal, as
+  /// io_context's own compare, when both refer to the same context with the
+  /// same blocking and relationship properties and equal allocators.
+  /// @{
+  template <std::uintptr_t OtherBits>
+  friend bool operator==(const basic_executor_type& a,
+      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
+    noexcept
+  {
+    return a.same_as(b);
+  }
+
+  template <std::uintptr_t OtherBits>
+  friend bool operator==(
+      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
+      const basic_executor_type& b) noexcept
+  {
+    return b.same_as(a);
+  }
+
+  template <std::uintptr_t OtherBits>
+  friend bool operator!=(const basic_executor_type& a,
+      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
+    noexcept
+  {
+    return !a.same_as(b);
+  }
+
+  template <std::uintptr_t OtherBits>
+  friend bool operator!=(
+      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
+      const basic_executor_type& b) noexcept
+  {
+    return !b.same_as(a);
+  }
+  /// @}
 
   /// The loop's io_context executor (the base class's), with this executor's
   /// allocator, work tracking, blocking and relationship properties; for code
@@ -517,6 +559,29 @@ private:
     return target_ & runtime_bits;
   }
 
+  // The bits that are properties (not which unit of work this copy holds).
+  constexpr std::uintptr_t properties() const noexcept
+  {
+    return target_ & (blocking_never | relationship_continuation);
+  }
+
+  template <typename IoContextExecutor>
+  bool same_as(const IoContextExecutor& other) const noexcept
+  {
+    namespace execution = boost::asio::execution;
+    const std::uintptr_t other_properties =
+      (boost::asio::query(other, execution::blocking)
+          == execution::blocking.never ? blocking_never : 0)
+      | (boost::asio::query(other, execution::relationship)
+          == execution::relationship.continuation
+        ? relationship_continuation : 0);
+    return &static_cast<boost::asio::io_context&>(*context_ptr())
+        == &other.context()
+      && properties() == other_properties
+      && static_cast<const Allocator&>(*this)
+        == boost::asio::query(other, execution::allocator);
+  }
+
   void acquire() noexcept
   {
     if constexpr (tracked)
@@ -534,6 +599,47 @@ private:
 
   std::uintptr_t target_;
 };
+
+/// @name Strands of the loop's executor compared with strands spelled on
+/// io_context's executor (`strand<io_context::executor_type>` made from a
+/// loop): as strands of one type compare, equal if one was made from the
+/// other (they share a queue). Without these, the comparison would not
+/// compile: each type's own operator converts the other side.
+/// @{
+template <typename Allocator, std::uintptr_t Bits>
+bool operator==(const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
+    const boost::asio::strand<typename loop::basic_executor_type<Allocator,
+      Bits>::io_context_executor_type>& b) noexcept
+{
+  using io_context_strand = boost::asio::strand<
+    typename loop::basic_executor_type<Allocator, Bits>::io_context_executor_type>;
+  return b == io_context_strand(a);
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+bool operator==(const boost::asio::strand<typename loop::basic_executor_type<
+      Allocator, Bits>::io_context_executor_type>& a,
+    const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
+{
+  return b == a;
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+bool operator!=(const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
+    const boost::asio::strand<typename loop::basic_executor_type<Allocator,
+      Bits>::io_context_executor_type>& b) noexcept
+{
+  return !(a == b);
+}
+
+template <typename Allocator, std::uintptr_t Bits>
+bool operator!=(const boost::asio::strand<typename loop::basic_executor_type<
+      Allocator, Bits>::io_context_executor_type>& a,
+    const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
+{
+  return !(b == a);
+}
+/// @}
 
 } // namespace turnloop
 

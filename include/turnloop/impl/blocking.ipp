@@ -21,7 +21,10 @@ TURNLOOP_DECL detail::blocking_service::blocking_service(
     jobs_(std::in_place, config_.max_undelivered),
     undelivered_(config_.max_undelivered)
 {
-  core_.add_source(*this);
+  // Nothing outside the service may know of it yet: when two threads make
+  // it at once, Asio destroys the loser without shutting it down, maybe
+  // while the loop runs. It joins the loop's turns when its first job
+  // starts, on the loop's thread (see start()).
 }
 
 TURNLOOP_DECL blocking_stats blocking_statistics(loop& l)

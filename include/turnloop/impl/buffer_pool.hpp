@@ -154,6 +154,11 @@ void buffer_pool::start_lease(Handler&& handler)
 {
   using handler_type = std::decay_t<Handler>;
 
+  // Asked for during the loop's destruction: dropped, the handler destroyed
+  // unrun with the caller's copy, as a post then is.
+  if (core_.being_destroyed())
+    return;
+
   // Admitted or refused here, on whichever thread calls: the operation unit
   // is an atomic ceiling, so what waits for the loop is bounded by
   // max_operations however long the loop does not turn.

@@ -162,6 +162,12 @@ TURNLOOP_DECL buffer_lease buffer_pool::try_lease()
 TURNLOOP_DECL buffer_lease buffer_pool::try_lease(
     boost::system::error_code& ec)
 {
+  if (core_.being_destroyed())
+  {
+    // The pool is shutting down with the loop, or has (store_ is gone).
+    ec = boost::asio::error::shut_down;
+    return buffer_lease();
+  }
   detail::pooled_buffer* b = take();
   if (!b)
   {
@@ -365,7 +371,7 @@ TURNLOOP_DECL std::size_t buffer_pool::run_ready(std::size_t budget)
   } guard{*this};
 
   std::size_t ran = 0;
-  while (ran < budget && ready_head_)
+  while (ran < budget && ready_head_ && !core_.exception_pending())
   {
     const detail::slot_id id = ready_head_;
     detail::buffer_waiter& w = *waiters_.find(id);

@@ -193,6 +193,7 @@ private:
   bool holds_work_ = false; // a unit of the loop's work while jobs_ is not empty
   bool delivering_ = false; // in run_ready: bounded jobs are staged
   bool closed_ = false;
+  bool in_turns_ = false;   // a turn source of the loop (from the first start)
 
   // Admission, any thread.
   ceiling undelivered_;

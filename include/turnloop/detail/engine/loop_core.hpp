@@ -68,6 +68,15 @@ public:
   /// drives it, possibly beside other threads).
   TURNLOOP_DECL bool runs_here() const noexcept;
 
+  /// True once the loop's destruction has begun (on the destroying thread,
+  /// in the destructors of what it destroys): nothing is accepted any more.
+  /// A post is then dropped, and a service's submission with it: the
+  /// handler is destroyed unrun, as every other pending one is.
+  bool being_destroyed() const noexcept
+  {
+    return stage_.load(std::memory_order_acquire) != stage::running;
+  }
+
   /// Queues @p f (never runs it inline).
   template <typename Function, typename Allocator>
   void post(Function&& f, const Allocator& a);
@@ -167,6 +176,14 @@ public:
   /// current handler returns, as io_context does.
   TURNLOOP_DECL void capture_exception() noexcept;
 
+  /// True while an exception captured by capture_exception() waits for the
+  /// running visit to rethrow it. A turn source stops delivering then, so
+  /// that one exception leaves run() at a time (loop thread).
+  bool exception_pending() const noexcept
+  {
+    return static_cast<bool>(pending_exception_);
+  }
+
   // Driving. Each is called by the matching loop member.
   TURNLOOP_DECL std::size_t run();
   TURNLOOP_DECL std::size_t run_one();
@@ -235,6 +252,13 @@ private:
     bool owns() const noexcept
     {
       return owns_;
+    }
+
+    /// True if this scope took the loop for itself (the loop is driven
+    /// through its io_context base), not inside a run() of the loop's own.
+    bool transient() const noexcept
+    {
+      return acquired_;
     }
 
   private:

@@ -28,7 +28,10 @@ public:
   /// completions and return how many ran. The loop clears the signal before
   /// calling, so anything made ready during or after the call is signalled
   /// anew; a source that stops at the budget with more ready must signal
-  /// itself again (also when a completion throws: use a scope guard).
+  /// itself again (also when a completion throws: use a scope guard). It
+  /// also stops after a completion that left loop_core::exception_pending()
+  /// (a handler run inline by a strand threw): the loop rethrows that one
+  /// exception, and the rest wait for the next run(), as on io_context.
   virtual std::size_t run_ready(std::size_t budget) = 0;
 
 protected:

@@ -27,6 +27,12 @@ void blocking_service::submit(bool long_job, const IoExecutor& io_ex,
   using function_type = std::decay_t<Function>;
   using op_type = blocking_op<function_type, handler_type, IoExecutor>;
 
+  // Made during the loop's destruction (a destructor of a handler it
+  // destroys): dropped, the handler destroyed unrun with the caller's copy,
+  // as a post then is.
+  if (core_.being_destroyed())
+    return;
+
   const bool on_loop = core_.running_in_this_thread();
   if (admit(long_job, on_loop))
   {

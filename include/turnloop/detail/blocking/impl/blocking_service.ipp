@@ -29,7 +29,10 @@ namespace detail {
 
 TURNLOOP_DECL blocking_service::~blocking_service()
 {
-  assert(closed_);
+  // A service never shut down: the loser of two threads that made it at
+  // once, or one made during the loop's destruction, after the services
+  // had shut down (a destructor's first submission).
+  shutdown();
 }
 
 TURNLOOP_DECL boost::system::error_code blocking_service::admit(
@@ -116,6 +119,12 @@ TURNLOOP_DECL void blocking_service::start(blocking_job* job,
     core_.acquire_work();
     holds_work_ = true;
   }
+  if (!in_turns_)
+  {
+    // Results are delivered in the loop's turns from now on.
+    core_.add_source(*this);
+    in_turns_ = true;
+  }
   if (long_job)
     pool_->start_long(job);
   else if (!pool_->start_workers())
@@ -163,7 +172,7 @@ TURNLOOP_DECL std::size_t blocking_service::run_ready(std::size_t budget)
   delivering_ = true;
 
   std::size_t n = 0;
-  while (n < budget)
+  while (n < budget && !core_.exception_pending())
   {
     blocking_job* job = pool_->pop_result();
     if (!job)
@@ -220,6 +229,8 @@ TURNLOOP_DECL void blocking_service::shutdown()
   // After close() no thread runs a job or touches this service; what is
   // left undelivered (queued, finished or in the ring) is destroyed here
   // with its handler, which is never invoked.
+  if (closed_)
+    return;
   closed_ = true;
   pool_->close();
   core_.operations().release(jobs_->size());
@@ -230,7 +241,8 @@ TURNLOOP_DECL void blocking_service::shutdown()
     holds_work_ = false;
     core_.release_work(true);
   }
-  core_.remove_source(*this);
+  if (in_turns_)
+    core_.remove_source(*this);
 }
 
 TURNLOOP_DECL void blocking_service::fill_stats(

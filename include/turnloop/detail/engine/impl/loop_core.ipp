@@ -346,7 +346,16 @@ TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
     throw boost::system::system_error(make_error_code(error::already_running),
         "turnloop::loop: io_context::run() on a second thread");
   }
-  core.visit();
+  if (owner_scope.transient())
+  {
+    // Driven through the io_context base: its run_one() and poll_one() end
+    // after one scheduler operation, which must then be one handler, as on
+    // io_context; run() and poll() take the turn again for the next one.
+    limit_scope one(core, 1);
+    core.visit();
+  }
+  else
+    core.visit();
 }
 
 TURNLOOP_DECL void loop_core::visit()
