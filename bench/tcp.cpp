@@ -14,10 +14,7 @@
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/write_lease.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/asio.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -32,9 +29,10 @@
 
 #include <sys/resource.h>
 
-namespace asio = boost::asio;
-using asio::ip::tcp;
-using boost::system::error_code;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
+using net::ip::tcp;
+using turnloop::error_code;
 
 namespace {
 
@@ -43,7 +41,7 @@ using clock_type = std::chrono::steady_clock;
 // 127.0.0.1 with a port the kernel picks.
 tcp::endpoint loopback()
 {
-  return tcp::endpoint(asio::ip::address_v4::loopback(), 0);
+  return tcp::endpoint(net::ip::address_v4::loopback(), 0);
 }
 
 // Fills a message with a byte that differs from one message to the next, so
@@ -91,7 +89,7 @@ public:
 
   void start()
   {
-    socket_.async_read_some(asio::buffer(buffer_),
+    socket_.async_read_some(net::buffer(buffer_),
         [this](const error_code& ec, std::size_t n) { on_read(ec, n); });
   }
 
@@ -110,12 +108,12 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof;
+      ended_cleanly_ = ec == net::error::eof;
       socket_.close();
       return;
     }
     bytes_ += n;
-    asio::async_write(socket_, asio::buffer(buffer_.data(), n),
+    net::async_write(socket_, net::buffer(buffer_.data(), n),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             socket_.close();
@@ -164,7 +162,7 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof;
+      ended_cleanly_ = ec == net::error::eof;
       socket_.close();
       return;
     }
@@ -291,11 +289,11 @@ public:
   {
     fill_message(out_, done_);
     sent_at_ = clock_type::now();
-    asio::async_write(socket_, asio::buffer(out_),
+    net::async_write(socket_, net::buffer(out_),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             return fail();
-          asio::async_read(socket_, asio::buffer(in_),
+          net::async_read(socket_, net::buffer(in_),
               [this](const error_code& ec, std::size_t) {
                 if (ec)
                   return fail();
@@ -548,7 +546,7 @@ struct echo
     if constexpr (std::is_same_v<Session, pooled_echo_session>)
     {
       const turnloop::buffer_pool_stats pool =
-        asio::use_service<turnloop::buffer_pool>(*server_ctx).stats();
+        net::use_service<turnloop::buffer_pool>(*server_ctx).stats();
       res.details.emplace_back("pool_buffers_minted", double(pool.minted));
       res.details.emplace_back("pool_leased_high_water",
           double(pool.leased_high_water));
@@ -624,11 +622,11 @@ private:
 
   void serve(std::shared_ptr<connection> c)
   {
-    asio::async_read(c->socket, asio::buffer(c->request),
+    net::async_read(c->socket, net::buffer(c->request),
         [this, c](const error_code& ec, std::size_t) {
           if (ec || std::string_view(c->request, sizeof c->request) != churn_request)
             return;
-          asio::async_write(c->socket, asio::buffer(churn_reply),
+          net::async_write(c->socket, net::buffer(churn_reply),
               [this, c](const error_code& ec, std::size_t) {
                 if (!ec)
                   ++served_;
@@ -669,17 +667,17 @@ public:
     socket_.async_connect(server_, [this](const error_code& ec) {
       if (ec)
         return fail();
-      asio::async_write(socket_, asio::buffer(churn_request),
+      net::async_write(socket_, net::buffer(churn_request),
           [this](const error_code& ec, std::size_t) {
             if (ec)
               return fail();
-            asio::async_read(socket_, asio::buffer(reply_),
+            net::async_read(socket_, net::buffer(reply_),
                 [this](const error_code& ec, std::size_t) {
                   if (ec)
                     return fail();
                   if (std::string_view(reply_, sizeof reply_) == churn_reply)
                     ++completed_;
-                  socket_.set_option(asio::socket_base::linger(true, 0));
+                  socket_.set_option(net::socket_base::linger(true, 0));
                   socket_.close();
                   start();
                 });
@@ -771,11 +769,11 @@ public:
 
   void start()
   {
-    asio::async_read_until(socket_, asio::dynamic_buffer(in_), "\r\n\r\n",
+    net::async_read_until(socket_, net::dynamic_buffer(in_), "\r\n\r\n",
         [this](const error_code& ec, std::size_t head) {
           if (ec)
           {
-            ended_cleanly_ = ec == asio::error::eof && in_.empty();
+            ended_cleanly_ = ec == net::error::eof && in_.empty();
             socket_.close();
             return;
           }
@@ -786,7 +784,7 @@ public:
           }
           in_.erase(0, head);
           ++requests_;
-          asio::async_write(socket_, asio::buffer(http_response),
+          net::async_write(socket_, net::buffer(http_response),
               [this](const error_code& ec, std::size_t) {
                 if (!ec)
                   start();
@@ -845,7 +843,7 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof && carried_.empty();
+      ended_cleanly_ = ec == net::error::eof && carried_.empty();
       socket_.close();
       return;
     }
@@ -875,7 +873,7 @@ private:
   {
     if (n == 0)
       return start();
-    asio::async_write(socket_, asio::buffer(http_response),
+    net::async_write(socket_, net::buffer(http_response),
         [this, n](const error_code& ec, std::size_t) {
           if (!ec)
             respond(n - 1);
@@ -904,11 +902,11 @@ public:
 
   void start()
   {
-    asio::async_write(socket_, asio::buffer(http_request),
+    net::async_write(socket_, net::buffer(http_request),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             return;
-          asio::async_read_until(socket_, asio::dynamic_buffer(in_),
+          net::async_read_until(socket_, net::dynamic_buffer(in_),
               "\r\n\r\n", [this](const error_code& ec, std::size_t head) {
                 if (!ec)
                   on_head(head);
@@ -934,8 +932,8 @@ private:
     const std::size_t total = head + length;
     if (in_.size() >= total)
       return on_response(head, length);
-    asio::async_read(socket_, asio::dynamic_buffer(in_),
-        asio::transfer_exactly(total - in_.size()),
+    net::async_read(socket_, net::dynamic_buffer(in_),
+        net::transfer_exactly(total - in_.size()),
         [this, head, length](const error_code& ec, std::size_t) {
           if (!ec)
             on_response(head, length);

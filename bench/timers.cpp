@@ -8,16 +8,15 @@
 
 #include "support/driver.hpp"
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <turnloop/asio.hpp>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
+using turnloop::error_code;
 
 namespace {
 
@@ -60,7 +59,7 @@ private:
     });
   }
 
-  asio::steady_timer timer_;
+  net::steady_timer timer_;
   std::uint64_t target_ = 0;
   std::uint64_t fired_ = 0;
   std::uint64_t errors_ = 0;
@@ -131,18 +130,18 @@ public:
 private:
   void start_round()
   {
-    for (asio::steady_timer& t : timers_)
+    for (net::steady_timer& t : timers_)
     {
       t.expires_after(std::chrono::hours(1));
       t.async_wait([this](const error_code& ec) { on_wait(ec); });
     }
-    for (asio::steady_timer& t : timers_)
+    for (net::steady_timer& t : timers_)
       t.cancel();
   }
 
   void on_wait(const error_code& ec)
   {
-    if (ec == asio::error::operation_aborted)
+    if (ec == net::error::operation_aborted)
       ++aborted_;
     else
       ++unexpected_;
@@ -154,7 +153,7 @@ private:
     }
   }
 
-  std::vector<asio::steady_timer> timers_;
+  std::vector<net::steady_timer> timers_;
   std::uint64_t rounds_ = 0;
   std::uint64_t target_rounds_ = 0;
   std::size_t done_in_round_ = 0;
@@ -174,11 +173,11 @@ struct arm_cancel
     auto ctx = make();
     churn c(*ctx, timers);
 
-    asio::post(*ctx, [&] { c.start(warmup); });
+    net::post(*ctx, [&] { c.start(warmup); });
     ctx->run();
     ctx->restart();
     r.begin();
-    asio::post(*ctx, [&] { c.start(rounds); });
+    net::post(*ctx, [&] { c.start(rounds); });
     ctx->run();
     r.end();
 
@@ -217,7 +216,7 @@ struct million
       stride += 2;
 
     auto ctx = make();
-    std::vector<asio::steady_timer> timers;
+    std::vector<net::steady_timer> timers;
     timers.reserve(n);
     std::uint64_t fired = 0;
     std::uint64_t errors = 0;
@@ -227,7 +226,7 @@ struct million
     const clock::time_point start = clock::now();
     for (std::uint64_t i = 0; i != n; ++i)
     {
-      asio::steady_timer& t = timers.emplace_back(*ctx);
+      net::steady_timer& t = timers.emplace_back(*ctx);
       t.expires_at(start + std::chrono::nanoseconds((i * stride) % n));
       t.async_wait(on_fire);
     }

@@ -23,6 +23,7 @@
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/sharded_acceptor.hpp>
+#include <turnloop/stop_token.hpp>
 #include <turnloop/switch_to.hpp>
 #include <turnloop/write_lease.hpp>
 

@@ -2,7 +2,7 @@
 // test/allocation_failure.cpp
 //
 // An allocation that fails inside one of turnloop's services ends the
-// affected operation with boost::asio::error::no_memory and never drops an
+// affected operation with asio::error::no_memory and never drops an
 // operation it accepted: the exception does not escape run(), the handler
 // is called, and once memory is back the service works again. Allocations
 // fail on demand: through the global operator new (test/counting_allocator.hpp)
@@ -21,14 +21,7 @@
 #include <turnloop/write_lease.hpp>
 #include <turnloop/detail/pool/buffer_waiter.hpp>
 
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -45,8 +38,7 @@
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 using asio::local::stream_protocol;
 using namespace std::chrono_literals;
 

@@ -50,7 +50,7 @@ std::string refusal(const turnloop::config& c)
   {
     c.validate();
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == turnloop::error::invalid_config);
     return e.what();
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(every_field_out_of_range_is_refused_by_name)
         const std::string what = refusal(c);
         BOOST_TEST(what.find(std::string(f.name) + " is") != std::string::npos);
 
-        boost::system::error_code ec;
+        turnloop::error_code ec;
         c.validate(ec);
         BOOST_TEST(ec == turnloop::error::invalid_config);
       }
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(every_field_out_of_range_is_refused_by_name)
 
 BOOST_AUTO_TEST_CASE(the_error_code_overload_clears_on_success)
 {
-  boost::system::error_code ec = turnloop::error::resource_limit;
+  turnloop::error_code ec = turnloop::error::resource_limit;
   turnloop::config().validate(ec);
   BOOST_TEST(!ec);
 }
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(the_loop_constructor_refuses_an_invalid_config)
     turnloop::loop l(c);
     BOOST_FAIL("constructed a loop with events_per_turn = 0");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == turnloop::error::invalid_config);
     BOOST_TEST(std::string(e.what()).find("events_per_turn") != std::string::npos);

@@ -14,13 +14,11 @@
 
 #include "support.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/version.hpp>
+#include "asio.hpp"
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 # include <boost/asio/config.hpp>
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
 #include <atomic>
 #include <chrono>
@@ -28,8 +26,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -39,7 +35,7 @@ void check_loop_runs(turnloop::loop& l)
 {
   std::atomic<bool> timer_fired{false};
   asio::steady_timer t(l, std::chrono::milliseconds(1));
-  t.async_wait([&](boost::system::error_code ec) { timer_fired = !ec; });
+  t.async_wait([&](turnloop::error_code ec) { timer_fired = !ec; });
 
   std::atomic<bool> posted{false};
   bool parked = false;
@@ -64,13 +60,13 @@ void check_loop_runs(turnloop::loop& l)
 
 BOOST_AUTO_TEST_CASE(the_asio_in_use_is_within_the_tested_range)
 {
-  BOOST_TEST(BOOST_ASIO_VERSION >= TURNLOOP_ASIO_OLDEST_TESTED);
-  BOOST_TEST(BOOST_ASIO_VERSION <= TURNLOOP_ASIO_NEWEST_TESTED);
+  BOOST_TEST(TURNLOOP_ASIO_VERSION >= TURNLOOP_ASIO_OLDEST_TESTED);
+  BOOST_TEST(TURNLOOP_ASIO_VERSION <= TURNLOOP_ASIO_NEWEST_TESTED);
   turnloop::loop l;
   check_loop_runs(l);
 }
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
 namespace {
 
@@ -87,7 +83,7 @@ std::string refusal_of(const char* text)
   {
     turnloop::loop l{asio::config_from_string(text)};
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == make_error_code(turnloop::error::invalid_config));
     return e.what();
@@ -225,16 +221,16 @@ BOOST_AUTO_TEST_CASE(a_loop_from_a_service_maker_still_checks_its_own_config)
     turnloop::loop l(asio::config_from_string(""), cfg);
     BOOST_FAIL("an invalid turnloop::config was accepted");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == make_error_code(turnloop::error::invalid_config));
     BOOST_TEST(std::string(e.what()).find("events_per_turn") != std::string::npos);
   }
 }
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
-#if BOOST_ASIO_VERSION >= 103600
+#if TURNLOOP_ASIO_VERSION >= 103600
 
 namespace {
 
@@ -316,10 +312,10 @@ BOOST_AUTO_TEST_CASE(a_loop_built_with_an_allocator_and_a_service_maker_pins_set
         asio::config_from_string("reactor.io_locking=0"));
     BOOST_FAIL("reactor.io_locking=0 was accepted");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(std::string(e.what()).find("reactor.io_locking") != std::string::npos);
   }
 }
 
-#endif // BOOST_ASIO_VERSION >= 103600
+#endif // TURNLOOP_ASIO_VERSION >= 103600

@@ -13,11 +13,7 @@
 #define BOOST_TEST_MODULE loop_completion_order
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <array>
 #include <atomic>
@@ -28,7 +24,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
 
 namespace {
@@ -66,12 +61,12 @@ sequence queued_write_then_ready_read(Context& ctx)
   pair<Context> p(ctx);
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   p.make_readable();
   p.near.async_write_some(asio::buffer("w", 1),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "write failed" : "write");
       });
   ctx.run();
@@ -91,7 +86,7 @@ sequence write_from_a_handler_and_a_ready_read(Context& ctx, data_arrives when)
   pair<Context> p(ctx);
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   if (when == data_arrives::before_the_post)
@@ -99,7 +94,7 @@ sequence write_from_a_handler_and_a_ready_read(Context& ctx, data_arrives when)
   asio::post(ctx, [&] {
     seen.push_back("handler");
     p.near.async_write_some(asio::buffer("w", 1),
-        [&](boost::system::error_code ec, std::size_t) {
+        [&](turnloop::error_code ec, std::size_t) {
           seen.push_back(ec ? "write failed" : "write");
         });
     if (when == data_arrives::after_the_write)
@@ -130,10 +125,10 @@ sequence ready_reads_before_the_writes_they_start(Context& ctx)
     pair<Context>& p = *pairs[i];
     const std::string name = std::to_string(i);
     p.near.async_read_some(asio::buffer(in[i]),
-        [&seen, &p, name](boost::system::error_code ec, std::size_t) {
+        [&seen, &p, name](turnloop::error_code ec, std::size_t) {
           seen.push_back(ec ? "read failed" : "read " + name);
           p.near.async_write_some(asio::buffer("w", 1),
-              [&seen, name](boost::system::error_code ec, std::size_t) {
+              [&seen, name](turnloop::error_code ec, std::size_t) {
                 seen.push_back(ec ? "write failed" : "write " + name);
               });
         });
@@ -228,7 +223,7 @@ sequence post_then_data_from_another_thread(turnloop::loop& l, Executor ex)
   l.restart();
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   std::atomic<pid_t> loop_thread{0};

@@ -11,9 +11,7 @@
 #define BOOST_TEST_MODULE loop_sources
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <stdexcept>
@@ -22,8 +20,6 @@
 #include <vector>
 
 #include "support.hpp"
-
-namespace asio = boost::asio;
 
 namespace {
 

@@ -26,25 +26,7 @@
 #endif
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <array>
 #include <atomic>
@@ -61,9 +43,8 @@
 #include "counting_allocator.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 using namespace std::chrono_literals;
@@ -306,7 +287,7 @@ BOOST_AUTO_TEST_CASE(every_completion_token_delivers_a_read)
       co_await turnloop::async_read_pooled(f.server, asio::use_awaitable);
       got.push_back("no exception");
     }
-    catch (const boost::system::system_error& e)
+    catch (const turnloop::system_error& e)
     {
       got.push_back(e.code() == asio::error::eof ? "eof" : "other error");
     }

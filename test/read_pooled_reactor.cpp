@@ -17,10 +17,7 @@
 #define BOOST_TEST_MODULE read_pooled_reactor
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -48,9 +45,8 @@ extern "C" int epoll_ctl(int epfd, int op, int fd, epoll_event* event) noexcept
   return static_cast<int>(::syscall(SYS_epoll_ctl, epfd, op, fd, event));
 }
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 

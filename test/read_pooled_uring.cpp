@@ -20,12 +20,7 @@
 #include <turnloop/write_lease.hpp>
 #include <turnloop/detail/uring/uring_ring.hpp>
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -43,9 +38,8 @@
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 using turnloop::io_path;
@@ -503,7 +497,7 @@ BOOST_AUTO_TEST_CASE(a_refused_io_uring_falls_back_to_epoll_or_is_refused)
     turnloop::loop l(ring_config(4, 256, io_path::io_uring));
     BOOST_TEST(false, "a required io_uring that is refused must throw");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code().value() == EPERM);
     BOOST_TEST(std::string(e.what()).find("pooled_io") != std::string::npos);

@@ -25,11 +25,7 @@
 #define BOOST_TEST_MODULE read_pooled_uring_wait
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -59,9 +55,8 @@ extern "C" int epoll_wait(int epfd, epoll_event* events, int maxevents,
         timeout, nullptr, 8));
 }
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 using turnloop::io_path;

@@ -11,21 +11,34 @@
 #      FetchContent, and pkg-config (test/consumers.sh);
 #   7. the benchmark suite's quick mode once, to prove it still works (a
 #      benchmark is not a test: only its own checks of the work done count);
-#   8. every module, example and header build again, release, against each
-#      newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks them; b2
-#      asio=<version> puts them in front of Debian's Boost).
+# That is the reference line: g++, Debian's Boost 1.81 (Asio 1.26), epoll.
+# Then the other lines, each every module, example and header build,
+# release, and what runs of them:
+#   8. each newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks
+#      them; b2 asio=<version> puts them in front of Debian's Boost);
+#   9. standalone Asio (../shared/asio-standalone/, b2
+#      asio=standalone-<version>): the oldest and the newest in full, with
+#      the check that no turnloop header includes Boost and the consumer
+#      builds; the versions between, the header builds only;
+#  10. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
+#      [stdlib=libc++]), on Debian's Boost.
 # Installs what is missing first (.ci/install-deps). A build runs while the
 # previous build's programs run (see run_stages), and builds only what runs:
 # the modules named, and under TSan only those with "threads" cases. Ends
-# with the time each phase took, a line per Asio version and one line,
-# "N passed, N failed", counting test cases over every run; exits non-zero
-# if anything failed.
+# with the time each phase took, a line per line of the matrix and one
+# line, "N passed, N failed", counting test cases over every run; exits
+# non-zero if anything failed.
 #
 #   test/run.sh                     everything
 #   test/run.sh loop loop_io        only these modules (no benchmark)
 #   test/run.sh headers consumers   only the header and consumer builds
-#   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer Asios
-#   TURNLOOP_ASIO_VERSIONS=none test/run.sh          Debian's Asio only
+#   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer
+#                                    Boost.Asios (none: no newer one)
+#   TURNLOOP_STANDALONE="1.38.2" test/run.sh        only these standalone
+#                                    Asios (none: no standalone line)
+#   TURNLOOP_COMPILERS=clang-libc++ test/run.sh      only these compiler
+#                                    lines, of clang clang-libc++ (none: g++
+#                                    alone)
 #   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -235,15 +248,10 @@ finish_build() {
 
 summaries=()
 group_passed=0 group_failed=0
+declare -A group_label=()
 # The summary line of the stages of group $1 since the last summary.
 summarise() {
-  local label
-  if [ "$1" = system ]; then
-    label="Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)"
-  else
-    label="Asio $(asio_version_in "bin/asio-$1/include") (asio=$1)"
-  fi
-  summaries+=("$label: $((passed - group_passed)) passed, $((failed - group_failed)) failed")
+  summaries+=("${group_label[$1]}: $((passed - group_passed)) passed, $((failed - group_failed)) failed")
   group_passed=$passed group_failed=$failed
 }
 
@@ -263,10 +271,17 @@ run_stages() {
   summarise "$group"
 }
 
+# Every example; on standalone Asio ($3 = standalone) the Beast one is not
+# built, and says so (Beast is built on Boost.Asio).
 run_examples() {
-  local dir=$1 label=$2
+  local dir=$1 label=$2 flavour=${3:-boost} name
   for source in example/*.cpp; do
-    run_program "$label" "$dir/$(basename "$source" .cpp)" --once
+    name=$(basename "$source" .cpp)
+    if [ "$flavour" = standalone ] && [ "$name" = group_http_server ]; then
+      printf '%-18s %-28s    not built: Boost.Beast needs Boost.Asio\n' "$label" "$name"
+      continue
+    fi
+    run_program "$label" "$dir/$name" --once
   done
 }
 
@@ -321,10 +336,16 @@ targets_examples() { targets=(example); }
 targets_headers() { targets=(headers); }
 targets_none() { :; }
 targets_bench() { targets=(bench); }
-targets_version() {
-  [ ${#modules[@]} -eq 0 ] || { module_targets "${modules[@]}"; targets+=(example); }
+# A line of the matrix other than the reference (see add_line): its
+# modules, examples and header builds, release, with its b2 properties.
+targets_line() {
+  local i=$1
+  if [ "${line_scope[i]}" = full ] && [ ${#modules[@]} -ne 0 ]; then
+    module_targets "${modules[@]}"
+    targets+=(example)
+  fi
   ! wants headers || targets+=(headers)
-  [ ${#targets[@]} -eq 0 ] || targets+=("asio=$1")
+  [ ${#targets[@]} -eq 0 ] || targets+=(variant=release ${line_properties[i]})
 }
 
 runs_release() {
@@ -355,12 +376,13 @@ runs_headers() {
 }
 
 # Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
-# one case each.
+# one case each. Arguments go to test/consumers.sh (--standalone <dir>).
 runs_consumers() {
   local since=$EPOCHREALTIME counts ok bad
-  measured "$timing/consumers" test/consumers.sh | tee bin/consumers.log \
+  measured "$timing/consumers" test/consumers.sh "$@" | tee bin/consumers.log \
     | grep -v ' passed, .* failed$'
-  add_phase "consumers (cmake builds and runs)" "$since" "$timing/consumers"
+  add_phase "consumers (cmake builds and runs${1:+, standalone})" "$since" \
+    "$timing/consumers"
   counts=$(tail -1 bin/consumers.log)
   ok=$(grep -o '^[0-9]*' <<<"$counts")
   bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
@@ -385,54 +407,118 @@ runs_bench() {
   add_phase "run bench --quick" "$since" "$timing/bench"
 }
 
-# Every module, example and header build against a newer Asio, release.
-runs_version() {
-  local version=$1 module
-  for module in "${modules[@]}"; do
-    run_module "release-asio-$version" "$module"
-  done
-  [ ${#modules[@]} -eq 0 ] \
-    || run_examples "stage/example-asio-$version" "example-asio-$version"
-  ! wants headers \
-    || run_headers "stage/headers-asio-$version" "headers-asio-$version"
+# What a line built runs: every module, example and header build, and on
+# standalone Asio the check that no turnloop header includes Boost.
+runs_line() {
+  local i=$1 suffix=${line_suffix[i]} module
+  if [ "${line_scope[i]}" = full ] && [ ${#modules[@]} -ne 0 ]; then
+    for module in "${modules[@]}"; do
+      run_module "release$suffix" "$module"
+    done
+    run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
+  fi
+  if wants headers; then
+    run_headers "stage/headers$suffix" "headers$suffix"
+    if [ "${line_flavour[i]}" = standalone ]; then
+      run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
+        ${line_compiler[i]}
+    fi
+  fi
+  if [ "${line_consumers[i]}" = yes ] && wants consumers; then
+    runs_consumers --standalone "${line_asio_dir[i]}"
+  fi
 }
 
-# Asio's version as its header spells it, e.g. 1.34.0.
+# Asio's version as its header spells it, e.g. 1.34.0, in include dir $1.
 asio_version_in() {
   local v
-  v=$(sed -n 's|^#define BOOST_ASIO_VERSION \([0-9]*\).*|\1|p' "$1/boost/asio/version.hpp")
+  v=$(sed -n 's|^#define \(BOOST_\)\{0,1\}ASIO_VERSION \([0-9]*\).*|\2|p' \
+    "$1/boost/asio/version.hpp" "$1/asio/version.hpp" 2>/dev/null | head -1)
   echo "$((v / 100000)).$((v / 100 % 1000)).$((v % 100))"
 }
 
 mkdir -p bin
+group_label[reference]="g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), epoll"
 if [ ${#modules[@]} -ne 0 ]; then
   for variant in release asan tsan; do
     add_stage "tests ($variant)" "bin/build-$variant.log" "targets_$variant" \
-      "runs_$variant" system
+      "runs_$variant" reference
   done
-  add_stage examples bin/build-examples.log targets_examples runs_examples system
+  add_stage examples bin/build-examples.log targets_examples runs_examples reference
 fi
 ! wants headers \
-  || add_stage "header builds" bin/build-headers.log targets_headers runs_headers system
+  || add_stage "header builds" bin/build-headers.log targets_headers runs_headers reference
 ! wants consumers \
-  || add_stage consumers - targets_none runs_consumers system
+  || add_stage consumers - targets_none runs_consumers reference
 [ "$everything" = no ] \
-  || add_stage benchmarks bin/build-bench.log targets_bench runs_bench system
+  || add_stage benchmarks bin/build-bench.log targets_bench runs_bench reference
 
-versions=${TURNLOOP_ASIO_VERSIONS:-}
-if [ "$versions" = none ]; then
-  versions=
-elif ! versions=$(.ci/asio-headers $versions); then
+# The other lines: each one stage (one b2 build) and its summary line.
+line_properties=() line_suffix=() line_scope=() line_flavour=()
+line_asio_dir=() line_consumers=() line_compiler=()
+# add_line <label> <b2 properties> <stage suffix> <full|headers> <flavour>
+#   <asio include dir> <consumers: yes|no> <compiler for checks>
+add_line() {
+  local i=${#line_properties[@]} what
+  group_label[line-$i]=$1
+  line_properties+=("$2"); line_suffix+=("$3"); line_scope+=("$4")
+  line_flavour+=("$5"); line_asio_dir+=("$6"); line_consumers+=("$7")
+  line_compiler+=("$8")
+  if [ "$4" = full ]; then
+    what="tests, examples and header builds"
+  else
+    what="header builds"
+  fi
+  add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
+    "runs_line $i" "line-$i"
+}
+
+# Newer Boost.Asio in front of Debian's Boost, and standalone Asio: the
+# archives are unpacked first (a failure is counted after the stages).
+boost_asios=${TURNLOOP_ASIO_VERSIONS:-1.83 1.87 1.89 1.90 1.38.2}
+standalone_asios=${TURNLOOP_STANDALONE:-1.26.0 1.28.2 1.30.2 1.34.2 1.36.0 1.38.2}
+[ "$boost_asios" != none ] || boost_asios=
+[ "$standalone_asios" != none ] || standalone_asios=
+wanted_headers=$boost_asios
+for version in $standalone_asios; do
+  wanted_headers+=" standalone-$version"
+done
+if [ -n "$wanted_headers" ] && ! .ci/asio-headers $wanted_headers >/dev/null; then
   asio_headers_failed=yes
-  versions=
+  boost_asios= standalone_asios=
 fi
-built_per_version=()
-[ ${#modules[@]} -eq 0 ] || built_per_version+=(tests examples)
-! wants headers || built_per_version+=(headers)
-for version in $versions; do
-  add_stage "${built_per_version[*]} against Boost $version's Asio" \
-    "bin/build-asio-$version.log" "targets_version $version" \
-    "runs_version $version" "$version"
+for version in $boost_asios; do
+  dir=bin/asio-$version/include
+  add_line "g++ $(g++ -dumpversion), Boost.Asio $(asio_version_in "$dir") (asio=$version)" \
+    "asio=$version" "-asio-$version" full boost "$dir" no g++
+done
+# The oldest and the newest standalone Asio in full, the newest with the
+# consumer builds; the others' header builds.
+oldest=${standalone_asios%% *} newest=${standalone_asios##* }
+for version in $standalone_asios; do
+  dir=bin/asio-standalone-$version/include
+  scope=headers consumers=no
+  if [ "$version" = "$oldest" ] || [ "$version" = "$newest" ]; then
+    scope=full
+  fi
+  [ "$version" != "$newest" ] || consumers=yes
+  add_line "g++ $(g++ -dumpversion), standalone Asio $(asio_version_in "$dir") (asio=standalone-$version)" \
+    "asio=standalone-$version" "-asio-standalone-$version" "$scope" standalone \
+    "$dir" "$consumers" g++
+done
+compilers=${TURNLOOP_COMPILERS:-clang clang-libc++}
+[ "$compilers" != none ] || compilers=
+for compiler in $compilers; do
+  case $compiler in
+    clang)
+      add_line "clang $(clang++-16 -dumpversion) + libstdc++, Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)" \
+        "toolset=clang-16" -clang full boost /usr/include no clang++-16 ;;
+    clang-libc++)
+      add_line "clang $(clang++-16 -dumpversion) + libc++, Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)" \
+        "toolset=clang-16 stdlib=libc++" -clang-libc++ full boost /usr/include no clang++-16 ;;
+    *) echo "test/run.sh: unknown compiler line $compiler (clang, clang-libc++)"
+       failed=$((failed + 1)); failures+=("compiler line $compiler") ;;
+  esac
 done
 
 run_stages

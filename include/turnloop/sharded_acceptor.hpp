@@ -14,10 +14,7 @@
 #include <turnloop/loop_group.hpp>
 #include <turnloop/detail/group/open_listener.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <cstddef>
 #include <string>
@@ -41,7 +38,7 @@ namespace turnloop {
 /// Thread safety: acceptor(i) is an ordinary acceptor on loop i: use it on
 /// that loop's thread, or while the group is not running. Build and destroy
 /// the sharded_acceptor while the group is not running.
-template <typename Protocol = boost::asio::ip::tcp>
+template <typename Protocol = asio::ip::tcp>
 class sharded_acceptor
 {
 public:
@@ -52,10 +49,10 @@ public:
   /// Opens, binds and listens on one acceptor per loop of @p group. If the
   /// port of @p endpoint is 0, the first acceptor's port (chosen by the
   /// system) is used for the others.
-  /// @throws boost::system::system_error naming the step that failed (an
+  /// @throws system_error naming the step that failed (an
   /// address in use without SO_REUSEPORT, for example).
   sharded_acceptor(loop_group& group, const endpoint_type& endpoint,
-      int backlog = boost::asio::socket_base::max_listen_connections)
+      int backlog = asio::socket_base::max_listen_connections)
   {
     endpoint_type where = endpoint;
     acceptors_.reserve(group.size());
@@ -76,13 +73,13 @@ public:
   }
 
   /// The acceptor on loop @p index.
-  /// @throws boost::system::system_error (invalid_argument) if
+  /// @throws system_error (invalid_argument) if
   /// @p index >= size().
   acceptor_type& acceptor(std::size_t index)
   {
     if (index >= acceptors_.size())
-      throw boost::system::system_error(
-          make_error_code(boost::asio::error::invalid_argument),
+      throw system_error(
+          make_error_code(asio::error::invalid_argument),
           "turnloop::sharded_acceptor::acceptor: index "
             + std::to_string(index) + " is out of range (size "
             + std::to_string(acceptors_.size()) + ")");

@@ -35,12 +35,7 @@
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <memory>
 #include <new>
@@ -58,15 +53,15 @@ public:
   using io_executor_type = typename Stream::executor_type;
 
   using handler_executor_type =
-    boost::asio::associated_executor_t<Handler, io_executor_type>;
+    asio::associated_executor_t<Handler, io_executor_type>;
 
   using executor_type = loop::executor_type;
 
   using allocator_type =
-    boost::asio::associated_allocator_t<Handler, std::allocator<void>>;
+    asio::associated_allocator_t<Handler, std::allocator<void>>;
 
   using cancellation_slot_type =
-    boost::asio::associated_cancellation_slot_t<Handler>;
+    asio::associated_cancellation_slot_t<Handler>;
 
   /// Starts a pooled read of @p stream for @p handler.
   static void start(Stream& stream, Handler&& handler)
@@ -74,12 +69,12 @@ public:
     const io_executor_type io_ex = stream.get_executor();
     buffer_pool* pool = buffer_pool_of_executor(io_ex);
     operation_unit unit;
-    boost::system::error_code ec = boost::asio::error::operation_not_supported;
+    error_code ec = asio::error::operation_not_supported;
     if (!pool)
     {
       // Not a loop's stream: there is no loop to deliver through.
-      return boost::asio::post(io_ex, boost::asio::detail::move_binder2<
-          Handler, boost::system::error_code, buffer_lease>(
+      return asio::post(io_ex, asio::detail::move_binder2<
+          Handler, error_code, buffer_lease>(
             0, std::move(handler), ec, buffer_lease()));
     }
     if (!pool->admit(unit, ec))
@@ -105,7 +100,7 @@ public:
     // told here, at the call, and cannot lose the read later.
     std::optional<reservation> reserved;
     const handler_executor_type ex =
-      boost::asio::get_associated_executor(handler, io_ex);
+      asio::get_associated_executor(handler, io_ex);
     if (!invokes_directly(ex, pool->loop_))
       reserved.emplace(pool->core_, handler, ex);
     read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(reserved),
@@ -121,17 +116,17 @@ public:
 
   allocator_type get_allocator() const noexcept
   {
-    return boost::asio::get_associated_allocator(handler_,
+    return asio::get_associated_allocator(handler_,
         std::allocator<void>());
   }
 
   cancellation_slot_type get_cancellation_slot() const noexcept
   {
-    return boost::asio::get_associated_cancellation_slot(handler_);
+    return asio::get_associated_cancellation_slot(handler_);
   }
 
   /// The stream is readable, or the wait for it ended with @p ec.
-  void operator()(const boost::system::error_code& ec)
+  void operator()(const error_code& ec)
   {
     if (ec)
       return complete(ec, buffer_lease());
@@ -144,14 +139,14 @@ public:
     }
     catch (const std::bad_alloc&)
     {
-      return complete(boost::asio::error::no_memory, buffer_lease());
+      return complete(asio::error::no_memory, buffer_lease());
     }
     if (b)
       return read(b);
 
     // Every buffer is leased. A socket can tell its end of stream or error
     // without one; otherwise wait for a buffer, first come first served.
-    boost::system::error_code end;
+    error_code end;
     switch (probe_unread(stream_->native_handle(), end))
     {
     case unread::data:
@@ -165,14 +160,14 @@ public:
     Stream& stream = *stream_;
     // A wait that cannot be recorded leaves this operation untouched.
     if (!pool.wait_for_read(std::move(*this), stream))
-      complete(boost::asio::error::no_memory, buffer_lease());
+      complete(asio::error::no_memory, buffer_lease());
   }
 
   /// The wait for a buffer ended: @p lease, or an error (would_block: the
   /// data went away while it waited).
-  void operator()(const boost::system::error_code& ec, buffer_lease lease)
+  void operator()(const error_code& ec, buffer_lease lease)
   {
-    if (ec == boost::asio::error::would_block)
+    if (ec == asio::error::would_block)
       return wait_readable();
     if (ec)
       return complete(ec, buffer_lease());
@@ -183,11 +178,11 @@ public:
   /// the socket is readable (or tried at once, when it may be): reads into a
   /// buffer taken now, or finds the end of the stream or an error without
   /// one. not_done leaves the read waiting for the next edge, holding none.
-  boost::asio::detail::reactor_op::status perform_recv(
-      boost::system::error_code& ec, buffer_lease& lease,
+  asio::detail::reactor_op::status perform_recv(
+      error_code& ec, buffer_lease& lease,
       bool& needs_buffer) noexcept
   {
-    using status = boost::asio::detail::reactor_op::status;
+    using status = asio::detail::reactor_op::status;
     const int fd = stream_->native_handle();
     // A buffer is minted only for data: without a free one, a peek tells
     // first (the reactor tries a read at once, before any edge).
@@ -210,7 +205,7 @@ public:
     }
     catch (const std::bad_alloc&)
     {
-      ec = boost::asio::error::no_memory;
+      ec = asio::error::no_memory;
       return status::done;
     }
     if (!b)
@@ -233,7 +228,7 @@ public:
 
   /// The reactor's read is over: @p lease, an error, or data waiting that
   /// found every buffer leased (@p needs_buffer).
-  void on_recv(const boost::system::error_code& ec, buffer_lease lease,
+  void on_recv(const error_code& ec, buffer_lease lease,
       bool needs_buffer)
   {
     if (needs_buffer)
@@ -242,7 +237,7 @@ public:
       Stream& stream = *stream_;
       // A wait that cannot be recorded leaves this operation untouched.
       if (!pool.wait_for_read(std::move(*this), stream))
-        complete(boost::asio::error::no_memory, buffer_lease());
+        complete(asio::error::no_memory, buffer_lease());
       return;
     }
     complete(ec, std::move(lease));
@@ -274,7 +269,7 @@ public:
   /// The ring's receive is over: @p n bytes in @p b, or an error (with a
   /// buffer to give back, maybe), or data waiting that found every buffer
   /// leased (@p needs_buffer).
-  void on_ring_recv(const boost::system::error_code& ec, pooled_buffer* b,
+  void on_ring_recv(const error_code& ec, pooled_buffer* b,
       std::size_t n, bool needs_buffer)
   {
     if (b && n == 0)
@@ -286,7 +281,7 @@ public:
 
 private:
   using reservation = reserved_delivery<Handler, handler_executor_type,
-        boost::system::error_code, buffer_lease>;
+        error_code, buffer_lease>;
 
   // A reserved delivery holds work on the handler's executor until the
   // handler runs.
@@ -308,7 +303,7 @@ private:
     {
       // The reactor reads without blocking only a non-blocking socket; a
       // socket that cannot be made one is left to async_wait and read().
-      boost::system::error_code ec;
+      error_code ec;
       if (!stream.native_non_blocking())
         stream.native_non_blocking(true, ec);
       if (!ec)
@@ -336,7 +331,7 @@ private:
   // read that delivers bytes.
   void read(pooled_buffer* b)
   {
-    boost::system::error_code ec;
+    error_code ec;
     std::size_t n = 0;
     if (!stream_->native_non_blocking())
       stream_->native_non_blocking(true, ec);
@@ -351,7 +346,7 @@ private:
     complete(ec, buffer_lease());
   }
 
-  void complete(const boost::system::error_code& ec, buffer_lease&& lease)
+  void complete(const error_code& ec, buffer_lease&& lease)
   {
     unit_.reset();
     if (!reserved_)
@@ -405,8 +400,8 @@ template <typename Stream, typename CompletionToken>
   requires detail::pollable_stream<Stream>
 auto async_read_pooled(Stream& stream, CompletionToken&& token)
 {
-  return boost::asio::async_initiate<CompletionToken,
-    void(boost::system::error_code, buffer_lease)>(
+  return asio::async_initiate<CompletionToken,
+    void(error_code, buffer_lease)>(
         detail::initiate_read_pooled<Stream>(stream), token);
 }
 

@@ -11,11 +11,7 @@
 #include <turnloop/detail/pool/pooled_recv_op.hpp>
 #include <turnloop/detail/uring/uring_send_op.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/consign.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <memory>
 #include <optional>
@@ -33,11 +29,11 @@ class write_lease_delivery
 {
 public:
   using allocator_type =
-    boost::asio::associated_allocator_t<Handler, std::allocator<void>>;
+    asio::associated_allocator_t<Handler, std::allocator<void>>;
   using cancellation_slot_type =
-    boost::asio::associated_cancellation_slot_t<Handler>;
+    asio::associated_cancellation_slot_t<Handler>;
   using reservation = reserved_delivery<Handler, Executor,
-        boost::system::error_code, std::size_t>;
+        error_code, std::size_t>;
 
   write_lease_delivery(Handler&& handler,
       std::optional<reservation>&& reserved)
@@ -50,16 +46,16 @@ public:
 
   allocator_type get_allocator() const noexcept
   {
-    return boost::asio::get_associated_allocator(handler_,
+    return asio::get_associated_allocator(handler_,
         std::allocator<void>());
   }
 
   cancellation_slot_type get_cancellation_slot() const noexcept
   {
-    return boost::asio::get_associated_cancellation_slot(handler_);
+    return asio::get_associated_cancellation_slot(handler_);
   }
 
-  void operator()(const boost::system::error_code& ec, std::size_t n)
+  void operator()(const error_code& ec, std::size_t n)
   {
     if (!reserved_)
       return std::move(handler_)(ec, n);
@@ -100,11 +96,11 @@ public:
         if (pool_ring* ring = pool->ring_for_sockets())
         {
           using handler_executor =
-            boost::asio::associated_executor_t<handler_type, executor_type>;
+            asio::associated_executor_t<handler_type, executor_type>;
           using delivery = write_lease_delivery<handler_type,
                 handler_executor>;
           const handler_executor ex =
-            boost::asio::get_associated_executor(handler, io_ex);
+            asio::get_associated_executor(handler, io_ex);
           std::optional<typename delivery::reservation> reserved;
           if (!invokes_directly(ex, pool->loop_))
             reserved.emplace(pool->core_, handler, ex);
@@ -118,9 +114,9 @@ public:
       }
     }
     // The lease's bytes do not move with the lease.
-    const boost::asio::const_buffer bytes = lease.data();
-    boost::asio::async_write(stream_, bytes,
-        boost::asio::consign(std::forward<Handler>(handler),
+    const asio::const_buffer bytes = lease.data();
+    asio::async_write(stream_, bytes,
+        asio::consign(std::forward<Handler>(handler),
           std::move(lease)));
   }
 
@@ -135,8 +131,8 @@ template <typename Stream, typename CompletionToken>
 auto async_write_lease(Stream& stream, buffer_lease lease,
     CompletionToken&& token)
 {
-  return boost::asio::async_initiate<CompletionToken,
-    void(boost::system::error_code, std::size_t)>(
+  return asio::async_initiate<CompletionToken,
+    void(error_code, std::size_t)>(
         detail::initiate_write_lease<Stream>(stream), token,
         std::move(lease));
 }

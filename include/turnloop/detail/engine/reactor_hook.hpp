@@ -15,8 +15,7 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
 
 namespace turnloop {
 namespace detail {
@@ -24,8 +23,8 @@ namespace detail {
 class reactor_hook
 {
 public:
-  using op_queue = boost::asio::detail::op_queue<
-    boost::asio::detail::scheduler_operation>;
+  using op_queue = asio::detail::op_queue<
+    asio::detail::scheduler_operation>;
 
   /// Before the reactor's wait: submits, and moves what has completed into
   /// @p ops. True if it moved any (the wait must then not block). If not,

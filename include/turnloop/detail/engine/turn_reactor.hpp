@@ -16,9 +16,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/engine/reactor_hook.hpp>
 
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <atomic>
 
@@ -27,18 +25,18 @@ namespace detail {
 
 class loop_core;
 
-class turn_reactor final : public boost::asio::detail::epoll_reactor
+class turn_reactor final : public asio::detail::epoll_reactor
 {
 public:
-  turn_reactor(boost::asio::execution_context& ctx, loop_core& core)
+  turn_reactor(asio::execution_context& ctx, loop_core& core)
     : epoll_reactor(ctx),
       core_(core)
   {
   }
 
   TURNLOOP_DECL void run(long usec,
-      boost::asio::detail::op_queue<
-        boost::asio::detail::scheduler_operation>& ops) override;
+      asio::detail::op_queue<
+        asio::detail::scheduler_operation>& ops) override;
 
   /// Wakes a blocked run(). The scheduler calls it when another thread
   /// queues an operation while the reactor runs, the loop when a

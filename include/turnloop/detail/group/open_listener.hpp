@@ -8,9 +8,7 @@
 #ifndef TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 #define TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 
-#include <boost/asio/detail/socket_option.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <string>
 
@@ -21,22 +19,22 @@ namespace detail {
 
 /// Opens @p acceptor for @p endpoint's protocol with SO_REUSEADDR (and
 /// SO_REUSEPORT if @p reuse_port), binds and listens.
-/// @throws boost::system::system_error whose message is @p who, the step
+/// @throws system_error whose message is @p who, the step
 /// that failed and @p where.
 template <typename Acceptor>
 void open_listener(Acceptor& acceptor,
     const typename Acceptor::endpoint_type& endpoint, int backlog,
     bool reuse_port, const char* who, const std::string& where)
 {
-  using reuse_port_option = boost::asio::detail::socket_option::boolean<
+  using reuse_port_option = asio::detail::socket_option::boolean<
       SOL_SOCKET, SO_REUSEPORT>;
-  boost::system::error_code ec;
+  error_code ec;
   const char* step = "open";
   acceptor.open(endpoint.protocol(), ec);
   if (!ec)
   {
     step = "setsockopt(SO_REUSEADDR)";
-    acceptor.set_option(boost::asio::socket_base::reuse_address(true), ec);
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   }
   if (!ec && reuse_port)
   {
@@ -54,7 +52,7 @@ void open_listener(Acceptor& acceptor,
     acceptor.listen(backlog, ec);
   }
   if (ec)
-    throw boost::system::system_error(ec,
+    throw system_error(ec,
         std::string(who) + ": " + step + where);
 }
 

@@ -20,11 +20,7 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/memory.hpp>
-#include <boost/asio/detail/reactor_op.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -34,7 +30,7 @@
 namespace turnloop {
 namespace detail {
 
-using epoll_reactor = boost::asio::detail::epoll_reactor;
+using epoll_reactor = asio::detail::epoll_reactor;
 
 /// Reaches a socket's implementation, a protected member of Asio's
 /// basic_socket, as a class derived from the socket may.
@@ -72,9 +68,9 @@ public:
   {
   }
 
-  void operator()(boost::asio::cancellation_type_t type) const
+  void operator()(asio::cancellation_type_t type) const
   {
-    if (type != boost::asio::cancellation_type::none)
+    if (type != asio::cancellation_type::none)
       reactor_->cancel_ops_by_key(descriptor_, *data_,
           epoll_reactor::read_op, const_cast<pooled_recv_cancellation*>(this));
   }
@@ -96,13 +92,13 @@ private:
 /// The operation's memory comes from the read's allocator, which is its
 /// user handler's.
 template <typename Handler, typename Lease>
-class pooled_recv_op final : public boost::asio::detail::reactor_op
+class pooled_recv_op final : public asio::detail::reactor_op
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(pooled_recv_op);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(pooled_recv_op);
 
   explicit pooled_recv_op(Handler&& handler)
-    : reactor_op(boost::system::error_code(), &pooled_recv_op::do_perform,
+    : reactor_op(error_code(), &pooled_recv_op::do_perform,
         &pooled_recv_op::do_complete),
       handler_(std::move(handler))
   {
@@ -117,7 +113,7 @@ public:
     // Memory and the slot's canceller first, the handler last: an
     // allocation that fails leaves the handler with the caller.
     auto slot = handler.get_cancellation_slot();
-    ptr p = { boost::asio::detail::addressof(handler),
+    ptr p = { asio::detail::addressof(handler),
       ptr::allocate(handler), 0 };
     void* key = nullptr;
     if (slot.is_connected())
@@ -137,19 +133,19 @@ private:
     return o->handler_.perform_recv(o->ec_, o->lease_, o->needs_buffer_);
   }
 
-  static void do_complete(void* owner, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void* owner, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     pooled_recv_op* o = static_cast<pooled_recv_op*>(base);
-    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+    ptr p = { asio::detail::addressof(o->handler_), o, o };
 
     // Moved out so that the operation's memory is free before the read
     // goes on, which may start the next operation.
     Handler handler(std::move(o->handler_));
-    const boost::system::error_code ec = o->ec_;
+    const error_code ec = o->ec_;
     Lease lease(std::move(o->lease_));
     const bool needs_buffer = o->needs_buffer_;
-    p.h = boost::asio::detail::addressof(handler);
+    p.h = asio::detail::addressof(handler);
     p.reset();
 
     // Without an owner the loop is being destroyed: the read, and any

@@ -37,10 +37,7 @@
 #include <turnloop/detail/engine/reactor_hook.hpp>
 #include <turnloop/detail/uring/uring_ring.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/reactor_op.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -58,7 +55,7 @@ class uring_watch;
 /// An operation in the ring. The reaped completion is stored in result_ and
 /// the operation queued as a scheduler operation; its complete function
 /// then runs in the turn's I/O step (owner null: destroyed unrun).
-class uring_op : public boost::asio::detail::scheduler_operation
+class uring_op : public asio::detail::scheduler_operation
 {
 public:
   uring_result result_;
@@ -89,7 +86,7 @@ private:
 };
 
 /// A socket's watcher (see the file comment). Recycled by the pool_ring.
-class uring_watch final : public boost::asio::detail::reactor_op
+class uring_watch final : public asio::detail::reactor_op
 {
 public:
   TURNLOOP_DECL explicit uring_watch(pool_ring* ring) noexcept;
@@ -99,8 +96,8 @@ private:
   friend class uring_op;
   TURNLOOP_DECL static status do_perform(reactor_op*) noexcept;
   TURNLOOP_DECL static void do_complete(void* owner,
-      boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t);
+      asio::detail::operation* base,
+      const error_code&, std::size_t);
 
   /// True while close() or cancel() has not aborted it.
   bool queued() const noexcept
@@ -151,7 +148,7 @@ private:
 class pool_ring final : public reactor_hook
 {
 public:
-  using epoll_reactor = boost::asio::detail::epoll_reactor;
+  using epoll_reactor = asio::detail::epoll_reactor;
 
   /// Sets the ring up for @p store's buffers, watched by @p core's reactor,
   /// and installs it as the reactor's hook. nullptr with @p error set if
@@ -341,9 +338,9 @@ public:
   {
   }
 
-  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  void operator()(asio::cancellation_type_t type) const noexcept
   {
-    if (type != boost::asio::cancellation_type::none)
+    if (type != asio::cancellation_type::none)
       ring_->abort(*op_);
   }
 

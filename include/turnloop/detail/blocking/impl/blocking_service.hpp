@@ -10,7 +10,7 @@
 #include <turnloop/detail/blocking/blocking_op.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 
-#include <boost/asio/associated_cancellation_slot.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <memory>
 #include <type_traits>
@@ -82,7 +82,7 @@ void blocking_service::adopt(Op* op, bool long_job, bool from_elsewhere)
   try
   {
     id = hold(op);
-    auto slot = boost::asio::get_associated_cancellation_slot(op->handler());
+    auto slot = asio::get_associated_cancellation_slot(op->handler());
     if (slot.is_connected())
     {
       try

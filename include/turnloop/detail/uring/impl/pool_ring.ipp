@@ -10,8 +10,7 @@
 #include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/detail/scheduler.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <cerrno>
 #include <climits>
@@ -32,13 +31,13 @@ namespace detail {
 // --- the watcher ---------------------------------------------------------------
 
 TURNLOOP_DECL uring_watch::uring_watch(pool_ring* ring) noexcept
-  : reactor_op(boost::system::error_code(), &uring_watch::do_perform,
+  : reactor_op(error_code(), &uring_watch::do_perform,
       &uring_watch::do_complete),
     ring_(ring)
 {
 }
 
-TURNLOOP_DECL boost::asio::detail::reactor_op::status
+TURNLOOP_DECL asio::detail::reactor_op::status
 uring_watch::do_perform(reactor_op*) noexcept
 {
   // Readiness is the ring's business: the watcher only waits to be aborted.
@@ -46,7 +45,7 @@ uring_watch::do_perform(reactor_op*) noexcept
 }
 
 TURNLOOP_DECL void uring_watch::do_complete(void* owner,
-    boost::asio::detail::operation* base, const boost::system::error_code&,
+    asio::detail::operation* base, const error_code&,
     std::size_t)
 {
   uring_watch* w = static_cast<uring_watch*>(base);
@@ -54,7 +53,7 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
   // once this returns, and the watcher gave its unit back when it was
   // queued (pool_ring::watch).
   if (owner)
-    static_cast<boost::asio::detail::scheduler*>(owner)->work_started();
+    static_cast<asio::detail::scheduler*>(owner)->work_started();
   if (!w->ring_)
   {
     // Its ring has gone; so has its operation.
@@ -71,11 +70,11 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
 
 // --- the ring's wake-up ----------------------------------------------------------
 
-class pool_ring::wake_op final : public boost::asio::detail::reactor_op
+class pool_ring::wake_op final : public asio::detail::reactor_op
 {
 public:
   wake_op() noexcept
-    : reactor_op(boost::system::error_code(), &wake_op::do_perform,
+    : reactor_op(error_code(), &wake_op::do_perform,
         &wake_op::do_complete)
   {
   }
@@ -87,8 +86,8 @@ private:
     return not_done;
   }
 
-  static void do_complete(void*, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void*, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     delete static_cast<wake_op*>(base);
   }
@@ -170,7 +169,7 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
       reap(reaped);
     }
   }
-  while (boost::asio::detail::scheduler_operation* base = reaped.front())
+  while (asio::detail::scheduler_operation* base = reaped.front())
   {
     reaped.pop();
     auto* op = static_cast<uring_op*>(base);
@@ -257,7 +256,7 @@ TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
     live_->prev_ = w;
   live_ = w;
   w->cancellation_key_ = watch_key(w);
-  w->ec_ = boost::system::error_code();
+  w->ec_ = error_code();
   // A watcher that close() or cancel() has aborted, its completion not yet
   // run, is replaced here; it clears the entry only if it is still its own.
   watch_by_fd_[static_cast<std::size_t>(fd)] = w;
@@ -293,7 +292,7 @@ TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
     return false;
   auto* op = reinterpret_cast<uring_op*>(user_data);
   if (!op->aborted_ && !(op->watch_
-        && op->watch_->ec_ == boost::asio::error::operation_aborted))
+        && op->watch_->ec_ == asio::error::operation_aborted))
     return false;
   // Its completion (result 0) then reads as operation_aborted, and the
   // watcher's, when it runs, asks for no cancellation.
