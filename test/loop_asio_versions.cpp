@@ -129,6 +129,7 @@ BOOST_AUTO_TEST_CASE(a_loop_pins_locking_spinning_and_waits_the_program_left_uns
   BOOST_TEST(setting(l, "scheduler", "locking_spin_count") == 0);
   BOOST_TEST(setting(l, "scheduler", "task_usec") == -1);
   BOOST_TEST(setting(l, "scheduler", "wait_usec") == -1);
+  BOOST_TEST(setting(l, "scheduler", "assume_continuation") == 1);
   BOOST_TEST(setting(l, "reactor", "registration_locking") == 1);
   BOOST_TEST(setting(l, "reactor", "registration_locking_spin_count") == 0);
   BOOST_TEST(setting(l, "reactor", "io_locking") == 1);
@@ -142,6 +143,7 @@ BOOST_AUTO_TEST_CASE(a_loop_refuses_each_setting_it_cannot_run_with_and_names_it
     {"scheduler.locking_spin_count=100", "scheduler.locking_spin_count"},
     {"scheduler.task_usec=0", "scheduler.task_usec"},
     {"scheduler.wait_usec=500", "scheduler.wait_usec"},
+    {"scheduler.assume_continuation=0", "scheduler.assume_continuation"},
     {"reactor.registration_locking=0", "reactor.registration_locking"},
     {"reactor.registration_locking_spin_count=8",
       "reactor.registration_locking_spin_count"},

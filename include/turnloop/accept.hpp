@@ -19,6 +19,10 @@
 #include <turnloop/detail/ceiling_unit.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(any_io_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_stream_socket.hpp)
 
 #include <type_traits>
 #include <utility>

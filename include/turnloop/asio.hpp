@@ -14,6 +14,6 @@
 #include <turnloop/detail/asio.hpp>
 
 #include TURNLOOP_ASIO_WHOLE
-#include TURNLOOP_ASIO_AWAITABLE_OPERATORS
+#include TURNLOOP_ASIO_HEADER(experimental/awaitable_operators.hpp)
 
 #endif // TURNLOOP_ASIO_HPP

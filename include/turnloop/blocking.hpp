@@ -19,6 +19,9 @@
 #include <turnloop/loop.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/executor.hpp)
+#include TURNLOOP_ASIO_HEADER(is_executor.hpp)
 
 namespace turnloop {
 

@@ -12,6 +12,7 @@
 #include <turnloop/detail/pool/buffer_store.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(buffer.hpp)
 
 #include <cstddef>
 #include <utility>

@@ -20,6 +20,9 @@
 #include <turnloop/detail/engine/turn_source.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstddef>

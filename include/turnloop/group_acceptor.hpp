@@ -19,6 +19,11 @@
 #include <turnloop/detail/group/open_listener.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(any_io_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(ip/tcp.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <cstddef>
 #include <memory>

@@ -17,6 +17,9 @@
 #include <turnloop/detail/loop_access.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(strand.hpp)
 
 #include <chrono>
 #include <cstddef>

@@ -13,6 +13,7 @@
 #include <turnloop/detail/pool/pollable_stream.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
 
 namespace turnloop {
 

@@ -15,6 +15,9 @@
 #include <turnloop/detail/group/open_listener.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(ip/tcp.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <cstddef>
 #include <string>

@@ -11,6 +11,10 @@
 #include <turnloop/loop.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(any_io_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(bind_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(use_awaitable.hpp)
 
 namespace turnloop {
 

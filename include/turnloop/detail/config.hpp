@@ -8,6 +8,8 @@
 #define TURNLOOP_DETAIL_CONFIG_HPP
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/config.hpp)
+#include TURNLOOP_ASIO_HEADER(version.hpp)
 
 // turnloop drives Asio's own scheduler and epoll reactor (doc/design.md,
 // "Asio versions"), so it is tied to the Asio releases it is tested against,

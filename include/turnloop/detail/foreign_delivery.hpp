@@ -29,6 +29,11 @@
 #include <turnloop/detail/loop_access.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(dispatch.hpp)
+#include TURNLOOP_ASIO_HEADER(executor_work_guard.hpp)
+#include TURNLOOP_ASIO_HEADER(recycling_allocator.hpp)
 
 #include <exception>
 #include <memory>

@@ -14,6 +14,10 @@
 #define TURNLOOP_DETAIL_IO_CONTEXT_WORK_GUARD_HPP
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/outstanding_work.hpp)
+#include TURNLOOP_ASIO_HEADER(executor_work_guard.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(prefer.hpp)
 
 #include <optional>
 #include <utility>

@@ -13,6 +13,7 @@
 #include <turnloop/detail/config.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstdint>

@@ -11,6 +11,11 @@
 #include <turnloop/detail/blocking/blocking_service.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
+#include TURNLOOP_ASIO_HEADER(strand.hpp)
 
 #include <turnloop/detail/loop_of.hpp>
 

@@ -8,6 +8,15 @@
 #define TURNLOOP_IMPL_BUFFER_POOL_HPP
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(bind_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_work.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/remote_refusal.hpp>

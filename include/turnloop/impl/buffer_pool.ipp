@@ -21,6 +21,7 @@
 #include <turnloop/detail/service_stats.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 namespace turnloop {
 

@@ -24,6 +24,8 @@
 #include <turnloop/loop.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/outstanding_work.hpp)
+#include TURNLOOP_ASIO_HEADER(require.hpp)
 
 #include <condition_variable>
 #include <cstddef>

@@ -9,6 +9,7 @@
 #include <turnloop/error.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(post.hpp)
 
 namespace turnloop {
 namespace detail {

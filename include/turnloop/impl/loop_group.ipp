@@ -9,6 +9,7 @@
 #include <turnloop/detail/group/add_stats.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <string>
 #include <thread>

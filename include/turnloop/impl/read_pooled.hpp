@@ -36,6 +36,12 @@
 #include <turnloop/detail/operation_unit.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
 
 #include <memory>
 #include <new>

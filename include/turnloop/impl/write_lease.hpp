@@ -12,6 +12,11 @@
 #include <turnloop/detail/uring/uring_send_op.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(consign.hpp)
+#include TURNLOOP_ASIO_HEADER(write.hpp)
 
 #include <memory>
 #include <optional>

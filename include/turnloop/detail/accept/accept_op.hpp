@@ -33,6 +33,21 @@
 #include <turnloop/detail/foreign_delivery.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_stream_socket.hpp)
+#include TURNLOOP_ASIO_HEADER(bind_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_work.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cerrno>
 #include <concepts>

@@ -18,6 +18,7 @@
 #include <turnloop/detail/slot_table.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
 
 #include <utility>
 

@@ -41,6 +41,10 @@
 #include <turnloop/detail/slot_table.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(basic_waitable_timer.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <chrono>
 #include <cstddef>

@@ -21,6 +21,11 @@
 #include <turnloop/detail/loop_access.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(recycling_allocator.hpp)
 
 #include <exception>
 #include <functional>

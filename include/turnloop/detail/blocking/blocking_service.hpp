@@ -37,6 +37,8 @@
 #include <turnloop/detail/loop_access.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstddef>

@@ -19,6 +19,8 @@
 #if TURNLOOP_ASIO_VERSION >= 103400
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(config.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <cstddef>
 

@@ -23,6 +23,10 @@
 #include <turnloop/detail/engine/turn_source.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
 
 #include <atomic>
 #include <cstddef>

@@ -16,6 +16,8 @@
 #include <turnloop/detail/config.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 namespace turnloop {
 namespace detail {

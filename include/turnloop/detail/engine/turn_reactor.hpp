@@ -17,6 +17,9 @@
 #include <turnloop/detail/engine/reactor_hook.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/epoll_reactor.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 #include <atomic>
 

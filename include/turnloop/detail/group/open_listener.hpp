@@ -9,6 +9,8 @@
 #define TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/socket_option.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <string>
 

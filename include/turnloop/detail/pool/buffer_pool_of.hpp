@@ -16,6 +16,9 @@
 #include <turnloop/detail/loop_of.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
 
 namespace turnloop {
 

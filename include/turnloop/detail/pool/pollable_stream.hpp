@@ -11,6 +11,7 @@
 #include <turnloop/detail/config.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(buffer.hpp)
 
 #include <concepts>
 

@@ -21,6 +21,11 @@
 #include <turnloop/detail/config.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/epoll_reactor.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/reactor_op.hpp)
 
 #include <concepts>
 #include <cstddef>

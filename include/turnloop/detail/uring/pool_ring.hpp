@@ -38,6 +38,10 @@
 #include <turnloop/detail/uring/uring_ring.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/epoll_reactor.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/reactor_op.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 #include <cstddef>
 #include <cstdint>

@@ -26,6 +26,9 @@
 #include <turnloop/detail/uring/pool_ring.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cerrno>
 #include <utility>

@@ -28,6 +28,7 @@
 #include <turnloop/detail/config.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/mutex.hpp)
 
 #include <linux/io_uring.h>
 

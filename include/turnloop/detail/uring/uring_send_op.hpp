@@ -16,6 +16,10 @@
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cstddef>
 #include <optional>

@@ -23,6 +23,9 @@
 #include <turnloop/detail/loop_of.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
 
 #include <algorithm>
 #include <cassert>

@@ -11,6 +11,7 @@
 #include <turnloop/detail/remote_refusal.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
 
 #include <memory>
 #include <type_traits>

@@ -35,6 +35,9 @@ inline constexpr const char* locking_reason =
 inline constexpr const char* spin_reason = "must be 0: a loop never spins";
 inline constexpr const char* wait_reason =
   "must be -1: a loop waits until there is work or a deadline";
+inline constexpr const char* continuation_reason =
+  "must be 1: the loop's turn and the completions it makes go to the "
+  "scheduler's private queue, in io_context(1)'s order";
 
 inline constexpr pinned_setting pinned_settings[] = {
   {"scheduler", "concurrency_hint", "1", nullptr},
@@ -42,6 +45,8 @@ inline constexpr pinned_setting pinned_settings[] = {
   {"scheduler", "locking_spin_count", "0", spin_reason},
   {"scheduler", "task_usec", "-1", wait_reason},
   {"scheduler", "wait_usec", "-1", wait_reason},
+  // Read from Asio 1.38.2 on (before, one-thread mode implied it).
+  {"scheduler", "assume_continuation", "1", continuation_reason},
   {"reactor", "registration_locking", "1", locking_reason},
   {"reactor", "registration_locking_spin_count", "0", spin_reason},
   {"reactor", "io_locking", "1", locking_reason},

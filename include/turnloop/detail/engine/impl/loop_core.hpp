@@ -8,6 +8,7 @@
 #define TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_HPP
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <memory>
 #include <type_traits>

@@ -22,6 +22,10 @@
 #include <turnloop/loop_stats.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/call_stack.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_thread_info.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/thread_context.hpp)
+#include TURNLOOP_ASIO_HEADER(multiple_exceptions.hpp)
 
 #include <algorithm>
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <turnloop/detail/pool/descriptor_read.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <cerrno>
 

@@ -11,6 +11,8 @@
 #include <turnloop/detail/pool/buffer_store.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
 
 #include <cerrno>
 #include <climits>
