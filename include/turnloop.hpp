@@ -18,6 +18,7 @@
 #include <turnloop/group_acceptor.hpp>
 #include <turnloop/group_stats.hpp>
 #include <turnloop/handle_stats.hpp>
+#include <turnloop/io_objects.hpp>
 #include <turnloop/loop.hpp>
 #include <turnloop/loop_group.hpp>
 #include <turnloop/loop_stats.hpp>

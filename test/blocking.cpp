@@ -574,7 +574,7 @@ BOOST_AUTO_TEST_CASE(run_does_not_return_while_a_job_is_undelivered)
   std::thread opener([&] {
     // The loop has nothing else to do: it parks rather than returning.
     test::wait_for([&] { return loop_tid.load() != 0; });
-    test::wait_for([&] { return test::parked_in_epoll(loop_tid); });
+    test::wait_for([&] { return test::parked_in_reactor(loop_tid); });
     may_end.open = true;
   });
   l.run();
@@ -624,7 +624,7 @@ BOOST_AUTO_TEST_CASE(results_made_ready_while_the_loop_is_parked_cost_few_wakes)
   });
   std::thread loop_thread([&] { l.run(); });
   BOOST_TEST(test::wait_for([&] { return loop_tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(loop_tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(loop_tid); }));
   may_end.open = true;
   BOOST_TEST(test::wait_for([&] { return delivered.load() == 200; }));
   std::atomic<std::uint64_t> wakes{0};

@@ -45,7 +45,7 @@ void check_loop_runs(turnloop::loop& l)
     // Once the timer has fired the loop blocks in epoll_wait, with only the
     // guard left: the post must wake it.
     parked = test::wait_for([&] {
-      return timer_fired.load() && test::parked_in_epoll(loop_thread);
+      return timer_fired.load() && test::parked_in_reactor(loop_thread);
     });
     asio::post(l, [&] { posted = true; guard.reset(); });
   });

@@ -232,7 +232,7 @@ sequence post_then_data_from_another_thread(turnloop::loop& l, Executor ex)
     l.run();
   });
   const bool parked = test::wait_for([&] {
-    return loop_thread != 0 && test::parked_in_epoll(loop_thread);
+    return loop_thread != 0 && test::parked_in_reactor(loop_thread);
   });
   BOOST_TEST(parked);
   asio::post(ex, [&] { seen.push_back("post"); });

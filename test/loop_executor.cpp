@@ -199,7 +199,7 @@ bool returned_instead_of_parking(turnloop::loop& l, std::thread& runner,
   });
   runner = std::thread([&] { l.run(); returned = true; });
   test::wait_for([&] { return tid.load() != 0; });
-  test::wait_for([&] { return returned.load() || test::parked_in_epoll(tid); });
+  test::wait_for([&] { return returned.load() || test::parked_in_reactor(tid); });
   return returned.load();
 }
 

@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(a_parked_loop_is_woken_by_one_post)
   asio::post(l, [&] { tid = test::this_thread_id(); });
   std::thread loop_thread([&] { l.run(); });
   BOOST_TEST(test::wait_for([&] { return tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(tid); }));
 
   std::atomic<bool> ran{false};
   asio::post(l, [&] { ran = true; });
@@ -137,7 +137,7 @@ BOOST_AUTO_TEST_CASE(stop_from_another_thread_wakes_a_loop_blocked_in_epoll)
   asio::post(l, [&] { tid = test::this_thread_id(); });
   std::thread loop_thread([&] { l.run(); returned = true; });
   BOOST_TEST(test::wait_for([&] { return tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(tid); }));
   BOOST_TEST(!returned.load());
 
   l.stop();

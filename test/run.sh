@@ -20,7 +20,12 @@
 #      asio=standalone-<version>): the oldest and the newest in full, with
 #      the check that no turnloop header includes Boost and the consumer
 #      builds; the versions between, the header builds only;
-#  10. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
+#  10. Asio's select reactor (b2 reactor=select, BOOST_ASIO_DISABLE_EPOLL),
+#      the stand-in for kqueue, /dev/poll and select, release and
+#      ASan+UBSan; and Asio's io_uring backend (b2 reactor=asio-io-uring);
+#      a case that tests what only epoll does is skipped there and listed
+#      as not applicable, with its reason;
+#  11. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
 #      [stdlib=libc++]), on Debian's Boost.
 # Installs what is missing first (.ci/install-deps). A build runs while the
 # previous build's programs run (see run_stages), and builds only what runs:
@@ -39,6 +44,9 @@
 #   TURNLOOP_COMPILERS=clang-libc++ test/run.sh      only these compiler
 #                                    lines, of clang clang-libc++ (none: g++
 #                                    alone)
+#   TURNLOOP_REACTORS=select test/run.sh             only these reactor
+#                                    lines, of select asio-io-uring (none:
+#                                    epoll alone)
 #   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -147,14 +155,18 @@ run_module() {
   fi
   report=$(mktemp)
   local start=$SECONDS since=$EPOCHREALTIME
+  # test_suite level: a case skipped where it does not apply (test::only_where)
+  # is logged with its reason.
   measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
-    --report_sink="$report" --log_level=error "$@" >"$report.log" 2>&1
+    --report_sink="$report" --log_level=test_suite --color_output=no "$@" \
+    >"$report.log" 2>&1
   local status=$?
   add_phase "run $variant" "$since" "$report.cpu"
   module_times+=("$variant/$module $(awk -v s="$since" -v e="$EPOCHREALTIME" \
     'BEGIN { printf "%.1f", e - s }') $(cpu_in "$report.cpu")")
-  local ok bad
+  local ok bad skipped
   ok=$(grep -o 'test_cases_passed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
+  skipped=$(grep -o 'test_cases_skipped="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   bad=$(grep -o 'test_cases_failed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   aborted=$(grep -o 'test_cases_aborted="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   if [ -z "$ok" ]; then
@@ -166,11 +178,16 @@ run_module() {
   fi
   passed=$((passed + ok))
   failed=$((failed + bad))
-  printf '%-18s %-28s %4d passed %3d failed  (%ds)\n' \
-    "$variant" "$module" "$ok" "$bad" $((SECONDS - start))
+  not_applicable=$((not_applicable + ${skipped:-0}))
+  printf '%-18s %-28s %4d passed %3d failed  (%ds)%s\n' \
+    "$variant" "$module" "$ok" "$bad" $((SECONDS - start)) \
+    "$([ "${skipped:-0}" -eq 0 ] || echo "  $skipped not applicable:")"
+  grep -o 'Test case ".*" is skipped because precondition failed: .*' \
+      "$report.log" | sed 's/^Test case \("[^"]*"\) is skipped because precondition failed: /    \1 /'
   if [ "$bad" -ne 0 ]; then
     failures+=("$variant/$module")
-    sed 's/^/    /' "$report.log" | tail -40
+    grep -v 'Entering test \|Leaving test \|is skipped because' "$report.log" \
+      | sed 's/^/    /' | tail -40
   fi
   rm -f "$report" "$report.log" "$report.cpu"
 }
@@ -250,9 +267,11 @@ summaries=()
 group_passed=0 group_failed=0
 declare -A group_label=()
 # The summary line of the stages of group $1 since the last summary.
+not_applicable=0 group_not_applicable=0
 summarise() {
-  summaries+=("${group_label[$1]}: $((passed - group_passed)) passed, $((failed - group_failed)) failed")
-  group_passed=$passed group_failed=$failed
+  local na=$((not_applicable - group_not_applicable))
+  summaries+=("${group_label[$1]}: $((passed - group_passed)) passed, $((failed - group_failed)) failed$([ "$na" -eq 0 ] || echo ", $na not applicable (listed above)")")
+  group_passed=$passed group_failed=$failed group_not_applicable=$not_applicable
 }
 
 run_stages() {
@@ -340,12 +359,12 @@ targets_bench() { targets=(bench); }
 # modules, examples and header builds, release, with its b2 properties.
 targets_line() {
   local i=$1
-  if [ "${line_scope[i]}" = full ] && [ ${#modules[@]} -ne 0 ]; then
+  if [ "${line_scope[i]}" != headers ] && [ ${#modules[@]} -ne 0 ]; then
     module_targets "${modules[@]}"
-    targets+=(example)
+    [ "${line_scope[i]}" = tests ] || targets+=(example)
   fi
-  ! wants headers || targets+=(headers)
-  [ ${#targets[@]} -eq 0 ] || targets+=(variant=release ${line_properties[i]})
+  [ "${line_scope[i]}" = tests ] || ! wants headers || targets+=(headers)
+  [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
 
 runs_release() {
@@ -410,14 +429,22 @@ runs_bench() {
 # What a line built runs: every module, example and header build, and on
 # standalone Asio the check that no turnloop header includes Boost.
 runs_line() {
-  local i=$1 suffix=${line_suffix[i]} module
-  if [ "${line_scope[i]}" = full ] && [ ${#modules[@]} -ne 0 ]; then
+  local i=$1
+  local suffix=${line_suffix[i]} variant=${line_variant[i]} module
+  if [ "${line_scope[i]}" != headers ] && [ ${#modules[@]} -ne 0 ]; then
     for module in "${modules[@]}"; do
-      run_module "release$suffix" "$module"
+      if [ "$variant" = asan ]; then
+        ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+          run_module "$variant$suffix" "$module"
+      else
+        run_module "$variant$suffix" "$module"
+      fi
     done
-    run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
+    [ "${line_scope[i]}" = tests ] \
+      || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
   fi
-  if wants headers; then
+  if [ "${line_scope[i]}" != tests ] && wants headers; then
     run_headers "stage/headers$suffix" "headers$suffix"
     if [ "${line_flavour[i]}" = standalone ]; then
       run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
@@ -455,22 +482,25 @@ fi
 
 # The other lines: each one stage (one b2 build) and its summary line.
 line_properties=() line_suffix=() line_scope=() line_flavour=()
-line_asio_dir=() line_consumers=() line_compiler=()
-# add_line <label> <b2 properties> <stage suffix> <full|headers> <flavour>
-#   <asio include dir> <consumers: yes|no> <compiler for checks>
+line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
+# add_line <label> <b2 properties> <stage suffix>
+#   <full|tests|headers> <flavour> <asio include dir> <consumers: yes|no>
+#   <compiler for checks> [<variant>, release] [<group>, a line of its own]
+# full: modules, examples and header builds; tests: the modules alone
+# (a second variant of a line whose release stage built the rest).
 add_line() {
-  local i=${#line_properties[@]} what
-  group_label[line-$i]=$1
+  local i=${#line_properties[@]} what group=${10:-line-${#line_properties[@]}}
+  group_label[$group]=$1
   line_properties+=("$2"); line_suffix+=("$3"); line_scope+=("$4")
   line_flavour+=("$5"); line_asio_dir+=("$6"); line_consumers+=("$7")
-  line_compiler+=("$8")
-  if [ "$4" = full ]; then
-    what="tests, examples and header builds"
-  else
-    what="header builds"
-  fi
+  line_compiler+=("$8"); line_variant+=("${9:-release}")
+  case $4 in
+    full) what="tests, examples and header builds" ;;
+    tests) what="tests (${9:-release})" ;;
+    *) what="header builds" ;;
+  esac
   add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
-    "runs_line $i" "line-$i"
+    "runs_line $i" "$group"
 }
 
 # Newer Boost.Asio in front of Debian's Boost, and standalone Asio: the
@@ -506,6 +536,27 @@ for version in $standalone_asios; do
     "asio=standalone-$version" "-asio-standalone-$version" "$scope" standalone \
     "$dir" "$consumers" g++
 done
+# Asio's other tasks on Linux: the select reactor (the stand-in for every
+# reactor without epoll: kqueue, /dev/poll, select), release and ASan+UBSan;
+# Asio's io_uring backend, release.
+reactors=${TURNLOOP_REACTORS:-select asio-io-uring}
+[ "$reactors" != none ] || reactors=
+for reactor in $reactors; do
+  case $reactor in
+    select)
+      label="g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), select reactor (BOOST_ASIO_DISABLE_EPOLL)"
+      add_line "$label" "reactor=select" -select full boost /usr/include no g++ \
+        release reactor-select
+      add_line "$label" "reactor=select" -select tests boost /usr/include no g++ \
+        asan reactor-select ;;
+    asio-io-uring)
+      add_line "g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING)" \
+        "reactor=asio-io-uring" -asio-io-uring full boost /usr/include no g++ ;;
+    *) echo "test/run.sh: unknown reactor line $reactor (select, asio-io-uring)"
+       failed=$((failed + 1)); failures+=("reactor line $reactor") ;;
+  esac
+done
+
 compilers=${TURNLOOP_COMPILERS:-clang clang-libc++}
 [ "$compilers" != none ] || compilers=
 for compiler in $compilers; do

@@ -53,10 +53,23 @@ public:
   /// port of @p endpoint is 0, the first acceptor's port (chosen by the
   /// system) is used for the others.
   /// @throws system_error naming the step that failed (an
-  /// address in use without SO_REUSEPORT, for example).
+  /// address in use without SO_REUSEPORT, for example), or
+  /// operation_not_supported where the platform's SO_REUSEPORT does not
+  /// spread connections (detail/platform.hpp: anywhere but Linux and
+  /// FreeBSD), naming turnloop::group_acceptor.
   sharded_acceptor(loop_group& group, const endpoint_type& endpoint,
       int backlog = asio::socket_base::max_listen_connections)
   {
+    if constexpr (!detail::has_balanced_reuseport)
+    {
+      // Elsewhere (macOS, say) sockets may share a port, but the kernel
+      // does not spread connections over them: one loop could get them all.
+      throw system_error(make_error_code(asio::error::operation_not_supported),
+          "turnloop::sharded_acceptor: this platform's SO_REUSEPORT does not "
+          "spread connections over the sockets bound to a port (Linux and "
+          "FreeBSD's SO_REUSEPORT_LB do); use turnloop::group_acceptor, which "
+          "deals each accepted connection to the next loop");
+    }
     endpoint_type where = endpoint;
     acceptors_.reserve(group.size());
     for (std::size_t i = 0; i < group.size(); ++i)

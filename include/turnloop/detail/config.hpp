@@ -11,7 +11,7 @@
 #include TURNLOOP_ASIO_HEADER(detail/config.hpp)
 #include TURNLOOP_ASIO_HEADER(version.hpp)
 
-// turnloop drives Asio's own scheduler and epoll reactor (doc/design.md,
+// turnloop drives Asio's own scheduler and reactor (doc/design.md,
 // "Asio versions"), so it is tied to the Asio releases it is tested against,
 // Boost.Asio and standalone Asio alike (the same numbers: Boost.Asio is made
 // from standalone Asio's release). The gate is on Asio's own version, not
@@ -30,9 +30,9 @@
 # error "turnloop is tested with Asio 1.26 to 1.38.2 (Boost 1.81 to 1.90, and Asio 1.38.2 standalone or boostified); define TURNLOOP_ALLOW_UNTESTED_ASIO to try a newer one"
 #endif // TURNLOOP_ASIO_VERSION > TURNLOOP_ASIO_NEWEST_TESTED && ...
 
-#if !defined(TURNLOOP_ASIO_HAS_EPOLL) || defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
-# error "turnloop requires Asio's epoll reactor (Linux, without io_uring as default)"
-#endif // !defined(TURNLOOP_ASIO_HAS_EPOLL) || defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+// The platform's capabilities (and the #error where Asio has no POSIX
+// reactor for the engine to run over).
+#include <turnloop/detail/platform.hpp>
 
 // TURNLOOP_HEADER_ONLY: define it to use turnloop without linking
 // src/turnloop.cpp; every non-template function is then inline.

@@ -53,10 +53,10 @@ TURNLOOP_DECL loop* loop_of(asio::execution_context& ctx)
   // dynamic_cast (which walked the class hierarchy comparing type names,
   // about 600 instructions a call): only a loop installs a turn_reactor,
   // and nothing derives from it.
-  using asio::detail::epoll_reactor;
-  if (!asio::has_service<epoll_reactor>(ctx))
+  using detail::reactor_task;
+  if (!asio::has_service<reactor_task>(ctx))
     return nullptr;
-  epoll_reactor& reactor = asio::use_service<epoll_reactor>(ctx);
+  reactor_task& reactor = asio::use_service<reactor_task>(ctx);
   if (typeid(reactor) != typeid(turn_reactor))
     return nullptr;
   loop* l = &static_cast<loop&>(ctx);

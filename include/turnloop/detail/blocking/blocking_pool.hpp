@@ -8,8 +8,8 @@
 // - Bounded workers (config::blocking.threads) start on the first bounded
 //   job and take jobs from one FIFO queue. A worker with nothing to do looks
 //   out for a new job for a moment, then sleeps on a semaphore of its own
-//   (a futex_semaphore, which never yields); at most one worker at a time
-//   looks out, and it stops (and the next look-outs are skipped) when a
+//   (a worker_wake: on Linux a futex, which never yields); at most one
+//   worker at a time looks out, and it stops (and the next look-outs are skipped) when a
 //   yield shows that another thread wanted its core. A submission wakes as
 //   many sleepers as there are queued jobs that no "searching" worker
 //   (looking out, or woken and on its way) will take, so no worker is woken
@@ -42,8 +42,8 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/detail/blocking/blocking_job.hpp>
-#include <turnloop/detail/blocking/futex_semaphore.hpp>
 #include <turnloop/detail/blocking/result_ring.hpp>
+#include <turnloop/detail/blocking/worker_wake.hpp>
 #include <turnloop/detail/ceiling.hpp>
 
 #include <atomic>
@@ -215,7 +215,7 @@ private:
   struct worker
   {
     std::thread thread;
-    futex_semaphore wake;
+    worker_wake wake;
     worker* next_sleeper = nullptr;
     // The job it runs; cleared before the job is pushed (so before the loop
     // can free it), so close() never sees a job that is gone.

@@ -73,8 +73,8 @@ TURNLOOP_DECL void loop_core::start()
   // scheduler must have it as its task from the start, so that an idle loop
   // always blocks in epoll_wait (where a post can wake it) and never on the
   // scheduler's condition variable.
-  // make_service registers it under epoll_reactor's key (turn_reactor
-  // inherits epoll_reactor::id) and, from Asio 1.36, allocates it through the
+  // make_service registers it under its task's key (turn_reactor inherits
+  // reactor_task::id) and, from Asio 1.36, allocates it through the
   // context's allocator.
   reactor_ = &asio::make_service<turn_reactor>(owner_, *this);
   reactor_->init_task();
@@ -718,7 +718,7 @@ TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     if (!ring_ready && usec != 0)
       hook_->wait(usec, ops);
     if (hook_->reactor_ready())
-      epoll_reactor::run(0, ops);
+      reactor_task::run(0, ops);
     else
       ++core_.epoll_skips_;
     return;
@@ -730,14 +730,14 @@ TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     return;
   }
   polled_last_ = true;
-  epoll_reactor::run(ring_ready ? 0 : usec, ops);
+  reactor_task::run(ring_ready ? 0 : usec, ops);
   hook_->after_wait(ops);
 }
 
 TURNLOOP_DECL void turn_reactor::interrupt()
 {
   interrupted_.store(true, std::memory_order_release);
-  epoll_reactor::interrupt();
+  reactor_task::interrupt();
 }
 
 // --- driving -------------------------------------------------------------------
