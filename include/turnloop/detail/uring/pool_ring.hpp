@@ -29,6 +29,18 @@
 // reactor nothing; close() or cancel() ends it, and the next operation
 // queues a new one.
 //
+// The watcher must not change how the socket's stock operations behave:
+// - it leaves the socket's epoll registration as Asio made it (Asio's
+//   record of it is what Asio's own operations rely on: a stock read
+//   queued on a registration without EPOLLIN would never complete);
+// - it waits in the queue of out-of-band operations, where a stock
+//   async_wait(wait_error) or out-of-band read (and the pool's own watch of
+//   a read that waits for a buffer) may queue behind it. Asio performs a
+//   queue's operations in order and stops at the first that is not done,
+//   so when the socket's readiness reaches it with an operation behind it,
+//   it steps aside: it completes (without ending anything) and queues
+//   itself again at once, behind the others.
+//
 
 #ifndef TURNLOOP_DETAIL_URING_POOL_RING_HPP
 #define TURNLOOP_DETAIL_URING_POOL_RING_HPP
@@ -97,7 +109,7 @@ public:
 private:
   friend class pool_ring;
   friend class uring_op;
-  TURNLOOP_DECL static status do_perform(reactor_op*) noexcept;
+  TURNLOOP_DECL static status do_perform(reactor_op* base) noexcept;
   TURNLOOP_DECL static void do_complete(void* owner,
       boost::asio::detail::operation* base,
       const boost::system::error_code&, std::size_t);
@@ -146,6 +158,10 @@ private:
   uring_watch* prev_ = nullptr; // live list, or free list (next_ only)
   uring_watch* next_ = nullptr;
   int fd_ = -1;                 // the socket's descriptor, while live
+  // The socket's registration, to queue itself on again after stepping
+  // aside; and whether its completion is for that (not for an abort).
+  boost::asio::detail::epoll_reactor::per_descriptor_data state_ = nullptr;
+  bool stepped_aside_ = false;
 };
 
 class pool_ring final : public reactor_hook
@@ -270,6 +286,10 @@ private:
   // Queues @p w, new, on @p fd's registration.
   TURNLOOP_DECL void watch(uring_watch* w, int fd,
       epoll_reactor::per_descriptor_data& data) noexcept;
+
+  // Queues @p w again on its socket's registration, behind the operations
+  // it stepped aside for.
+  TURNLOOP_DECL void queue_again(uring_watch& w) noexcept;
 
   TURNLOOP_DECL pool_ring(loop_core& core, buffer_store& store,
       uring_ring* ring, std::size_t ceiling, std::size_t buffer_size) noexcept;

@@ -11,6 +11,7 @@
 #include <turnloop/detail/pool/buffer_store.hpp>
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/detail/op_queue.hpp>
 #include <boost/asio/detail/scheduler.hpp>
 
 #include <cerrno>
@@ -23,7 +24,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 namespace turnloop {
@@ -39,10 +39,16 @@ TURNLOOP_DECL uring_watch::uring_watch(pool_ring* ring) noexcept
 }
 
 TURNLOOP_DECL boost::asio::detail::reactor_op::status
-uring_watch::do_perform(reactor_op*) noexcept
+uring_watch::do_perform(reactor_op* base) noexcept
 {
   // Readiness is the ring's business: the watcher only waits to be aborted.
-  return not_done;
+  // Asio asks it first of its queue, under the descriptor's lock, and would
+  // ask nothing behind it: with an operation there, it is done (its
+  // completion queues it again), and Asio goes on to the next.
+  if (!boost::asio::detail::op_queue_access::next(base))
+    return not_done;
+  static_cast<uring_watch*>(base)->stepped_aside_ = true;
+  return done;
 }
 
 TURNLOOP_DECL void uring_watch::do_complete(void* owner,
@@ -60,6 +66,14 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
     // Its ring has gone; so has its operation.
     delete w;
     return;
+  }
+  if (owner && std::exchange(w->stepped_aside_, false))
+  {
+    // Completed by the readiness that reached the operations behind it,
+    // at once, in the same reactor completion (the first operation it
+    // completes is this one, the front of its queue): nothing has closed
+    // the socket since, so its registration is still the one it left.
+    return w->ring_->queue_again(*w);
   }
   if (owner)
     return w->ring_->watch_fired(*w);
@@ -261,30 +275,24 @@ TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
   // A watcher that close() or cancel() has aborted, its completion not yet
   // run, is replaced here; it clears the entry only if it is still its own.
   watch_by_fd_[static_cast<std::size_t>(fd)] = w;
+  w->state_ = data;
+  w->stepped_aside_ = false;
+  queue_again(*w);
+}
+
+TURNLOOP_DECL void pool_ring::queue_again(uring_watch& w) noexcept
+{
   // Speculative, as Asio's own reads start: a queued operation on an
   // edge-triggered registration costs no system call (a non-speculative
-  // start re-arms the descriptor). The watcher's perform() declines, so it
-  // is simply queued.
-  core_.reactor().start_op(epoll_reactor::except_op, fd, data, w, false,
-      true);
+  // start re-arms the descriptor). The watcher's perform() declines (no
+  // operation is queued behind it yet), so it is simply queued.
+  core_.reactor().start_op(epoll_reactor::except_op, w.fd_, w.state_, &w,
+      false, true);
   // A queued reactor operation counts as the scheduler's work, and this
   // one stays queued between the socket's operations: it must not keep
   // run() from returning (the operations it watches hold work of their
   // own). Its completion takes the unit back before it is consumed.
   core_.release_work(false);
-  // The socket's data is the ring's now: epoll need not wake for it (when
-  // the ring waits for the loop, each such wake would cost an epoll run).
-  // EPOLLIN goes from the registration, the rest stays as Asio made it,
-  // EPOLLOUT included (a write of Asio's may be waiting). Asio's own next
-  // read of the socket puts EPOLLIN back: with the watcher queued it does
-  // not read speculatively, and re-registers the events it recorded.
-  if (reactor_fd_ >= 0 && data)
-  {
-    epoll_event ev{};
-    ev.events = EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLET;
-    ev.data.ptr = data;
-    ::epoll_ctl(reactor_fd_, EPOLL_CTL_MOD, fd, &ev);
-  }
 }
 
 TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
