@@ -314,6 +314,9 @@ private:
   // in the kernel.
   TURNLOOP_DECL void watch_reactor(bool alone) noexcept;
 
+  // After a system call that submitted the step's entries and reaped.
+  TURNLOOP_DECL void note_submitted() noexcept;
+
   // The poll's user_data: no operation's address.
   static constexpr std::uint64_t reactor_watch_tag = 1;
 
@@ -338,6 +341,10 @@ private:
   bool waits_itself_ = false;      // this step's wait is the ring's
   bool watch_armed_ = false;       // the poll is queued or in the kernel
   bool reactor_ready_ = false;     // the poll fired; epoll not run since
+  bool received_ = false;          // receives delivered data since the
+                                   // poll was last looked at
+  bool deferred_ = false;          // epoll not run when the poll last
+                                   // fired (see reactor_ready)
 };
 
 /// The epoll descriptor in which @p registered (a descriptor the reactor

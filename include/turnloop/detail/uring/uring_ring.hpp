@@ -128,6 +128,12 @@ public:
   /// completions to post only once this thread enters it.
   TURNLOOP_DECL bool needs_enter() const noexcept;
 
+  /// True if entries are queued but not submitted.
+  bool has_unsubmitted() const noexcept
+  {
+    return to_submit_ != 0;
+  }
+
   /// Whether the kernel signals the eventfd when it posts a completion.
   /// Off while the loop is awake, which reaps without being told; on only
   /// for the reactor's blocking waits.

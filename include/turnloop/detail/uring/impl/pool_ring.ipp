@@ -438,6 +438,8 @@ TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
         if (op->reads_)
         {
           --reads_in_flight_;
+          if (r.res > 0)
+            received_ = true;
           // The buffer is the operation's from now on, whatever becomes
           // of it.
           op->buffer_ = buffer_of(r);
@@ -471,6 +473,7 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
       int error;
       ring_->submit(0, error, alone);
       reap(reaped);
+      note_submitted();
     }
     const bool any = !reaped.empty();
     ops.push(reaped);
@@ -520,6 +523,7 @@ TURNLOOP_DECL void pool_ring::wait(long usec, op_queue& ops) noexcept
     return;
   }
   reap(ops);
+  note_submitted();
 }
 
 TURNLOOP_DECL bool pool_ring::reactor_ready() noexcept
@@ -532,7 +536,31 @@ TURNLOOP_DECL bool pool_ring::reactor_ready() noexcept
   // run has taken what is ready now.
   if (reactor_fd_ >= 0)
     watch_reactor(core_.runs_here());
+  // The ring's sockets stay registered with epoll as Asio made them, so
+  // data arriving on one wakes epoll's descriptor too, and the poll fires,
+  // although the ring has taken the data and epoll would find nothing for
+  // it. When receives delivered data since the poll was last looked at,
+  // the wake was most likely theirs: epoll is not run now. The poll just
+  // queued decides: when it is submitted the kernel looks at what epoll
+  // holds ready, drops what no longer is (the sockets the ring has read)
+  // and fires at once if anything else is, and epoll runs in that step.
+  // Never twice in a row unless the renewed poll was seen not to fire, so
+  // that a busy ring cannot keep epoll's own sockets waiting.
+  const bool defer = received_ && !deferred_ && reactor_fd_ >= 0;
+  received_ = false;
+  deferred_ = defer;
+  if (defer)
+    return false;
   return true;
+}
+
+TURNLOOP_DECL void pool_ring::note_submitted() noexcept
+{
+  // The renewed poll is in the kernel and did not fire when it was
+  // submitted: epoll had nothing ready then, so the step that did not run
+  // it lost nothing.
+  if (deferred_ && watch_armed_ && !ring_->has_unsubmitted())
+    deferred_ = false;
 }
 
 TURNLOOP_DECL void pool_ring::watch_reactor(bool alone) noexcept
