@@ -53,8 +53,9 @@ struct buffer_pool_stats
   int io_uring_error = 0;
 
   /// Free buffers lent to the kernel's buffer ring now, waiting for data
-  /// (io_uring only; at most one per pooled read in flight). Counted in
-  /// minted, not in leased.
+  /// (io_uring only): at most one per pooled read in flight, and those
+  /// that reads which ended without data left there until they come back
+  /// (doc/io_uring.md, "Bounds"). Counted in minted, not in leased.
   std::size_t in_ring = 0;
 
   /// io_uring_enter calls the pool's ring has made (submissions and waits;

@@ -183,7 +183,11 @@ TURNLOOP_DECL detail::pooled_buffer* buffer_pool::take()
     in_turns_ = true;
   }
   take_back_returned();
-  return store_->take();
+  detail::pooled_buffer* b = store_->take();
+  // At the ceiling: buffers that reads left in the ring are asked back.
+  if (!b && ring_)
+    ring_->reclaim();
+  return b;
 }
 
 TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept

@@ -11,11 +11,23 @@
 // - A read holds no buffer until data arrives: the kernel picks one from
 //   the ring then. A connection never holds more buffers than the reads
 //   its owner asked for (one read, one buffer).
-// - The ring holds no more free buffers than there are reads in flight.
-//   Buffers are minted only when data found the ring empty, so idle reads
-//   mint nothing. A free buffer in the ring is out of try_lease's and
-//   async_lease's reach until a read takes it and its lease is released
-//   (doc/io_uring.md, "Bounds").
+// - Buffers are lent to the ring only while it holds fewer free buffers
+//   than there are reads in flight, and minted only when data found the
+//   ring empty, so idle reads mint nothing. A free buffer in the ring is
+//   out of try_lease's and async_lease's reach until a read takes it and
+//   its lease is released (doc/io_uring.md, "Bounds").
+// - A read that ends without data (end of stream, an error, a
+//   cancellation) leaves the buffer lent for it in the ring: the kernel
+//   cannot hand a provided buffer back, and while any receive that selects
+//   buffers is in the kernel it may take any of them. Once none is (every
+//   receive's completion reaped), the ring's tail is wound back over the
+//   buffers it still holds and they go back to the pool. While receives
+//   are in flight, a lease that finds the pool at its ceiling with such
+//   buffers in the ring has them taken back the same way: every receive
+//   is cancelled, the ones started meanwhile are held back, and once the
+//   last completion is reaped, the buffers go back to the pool (its
+//   waiters first) and the cancelled and held receives are submitted
+//   again, unseen by their reads.
 // - Every operation submitted is counted until its completion is reaped;
 //   at shutdown all are cancelled and reaped before the ring goes.
 //
@@ -83,6 +95,11 @@ public:
   /// end: the operation is not submitted again.
   bool aborted_ = false;
 
+  /// Set when the ring cancelled this receive to take buffers back (see
+  /// pool_ring::reclaim): a completion with -ECANCELED then means "submit
+  /// again", not an end.
+  bool reclaimed_ = false;
+
 protected:
   explicit uring_op(func_type complete) noexcept
     : scheduler_operation(complete)
@@ -96,6 +113,9 @@ private:
   friend class uring_watch;
   uring_watch* watch_ = nullptr;     // its socket's, while it lists it
   uring_op* watch_next_ = nullptr;   // the next operation it lists
+  uring_op* held_next_ = nullptr;    // held back while buffers come back
+  int recv_fd_ = -1;             // a receive's socket and its poll_first,
+  bool recv_poll_first_ = false; // to submit it when held back
   bool in_flight_ = false;       // submitted, its completion not reaped
   bool reads_ = false;           // a receive
 };
@@ -207,8 +227,15 @@ public:
   /// read before went back only after this read was asked for.
   TURNLOOP_DECL void top_up() noexcept;
 
-  /// Submits a receive into a buffer from the ring, in the turn's batch.
+  /// Submits a receive into a buffer from the ring, in the turn's batch
+  /// (or, while buffers are being taken back, once they are).
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
+
+  /// A lease found the pool at its ceiling: if the ring holds more free
+  /// buffers than there are receives in flight (reads that ended without
+  /// data left them), takes them back for the pool (see the file comment)
+  /// once the receives, all cancelled, have completed. Loop thread.
+  TURNLOOP_DECL void reclaim() noexcept;
 
   /// Submits a send, in the turn's batch.
   TURNLOOP_DECL void submit_send(uring_op& op, int fd, const void* data,
@@ -297,6 +324,14 @@ private:
 
   TURNLOOP_DECL void reap(op_queue& ops) noexcept;
 
+  // No receive is in the kernel: takes back the free buffers still in the
+  // ring, gives them to the pool, and submits the receives held back (or
+  // completes, into @p ops, those aborted meanwhile).
+  TURNLOOP_DECL void settle(op_queue& ops) noexcept;
+
+  // Submits @p op, a receive whose socket and poll_first are recorded.
+  TURNLOOP_DECL void enter_recv(uring_op& op) noexcept;
+
   // The ring's withdraw_function: an entry whose operation has been aborted
   // (a cancellation slot) or whose socket has been closed or cancelled
   // (its watcher aborted) since it was queued does not go to the kernel.
@@ -330,6 +365,10 @@ private:
   std::size_t ids_ = 0;            // buffer ids given out
   std::size_t in_flight_ = 0;      // operations whose completion is due
   std::size_t reads_in_flight_ = 0;
+  bool reclaiming_ = false;        // buffers are being taken back
+  bool closing_ = false;           // destroy() is draining the ring
+  uring_op* held_ = nullptr;       // receives held back meanwhile (newest
+                                   // first)
   uring_watch* live_ = nullptr;    // watchers queued on sockets
   uring_watch* free_ = nullptr;
   std::vector<uring_watch*> watch_by_fd_; // each socket's newest watcher

@@ -168,6 +168,7 @@ TURNLOOP_DECL pool_ring::~pool_ring() = default;
 TURNLOOP_DECL void pool_ring::destroy() noexcept
 {
   core_.reactor().set_hook(nullptr);
+  closing_ = true;
 
   // Everything in flight is cancelled and its completion reaped: only then
   // may the buffers it could write into go. A buffer a completion carries
@@ -183,6 +184,13 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
         break;
       reap(reaped);
     }
+  }
+  // Receives held back for buffers to come back were never submitted.
+  while (uring_op* op = held_)
+  {
+    held_ = op->held_next_;
+    op->held_next_ = nullptr;
+    reaped.push(op);
   }
   while (boost::asio::detail::scheduler_operation* base = reaped.front())
   {
@@ -342,7 +350,7 @@ TURNLOOP_DECL void pool_ring::recycle(uring_watch* w) noexcept
 
 TURNLOOP_DECL void pool_ring::top_up() noexcept
 {
-  if (lent_ <= reads_in_flight_ && lent_ < ring_limit_)
+  if (lent_ <= reads_in_flight_ && lent_ < ring_limit_ && !reclaiming_)
     if (pooled_buffer* b = store_.take_free())
       lend(b);
 }
@@ -350,13 +358,85 @@ TURNLOOP_DECL void pool_ring::top_up() noexcept
 TURNLOOP_DECL void pool_ring::submit_recv(uring_op& op, int fd,
     bool poll_first) noexcept
 {
-  op.in_flight_ = true;
   op.reads_ = true;
+  op.recv_fd_ = fd;
+  op.recv_poll_first_ = poll_first;
+  core_.acquire_shared_work();
+  if (reclaiming_)
+  {
+    // It would take a buffer that is on its way back: held until then.
+    op.held_next_ = held_;
+    held_ = &op;
+    return;
+  }
+  enter_recv(op);
+}
+
+TURNLOOP_DECL void pool_ring::enter_recv(uring_op& op) noexcept
+{
+  op.in_flight_ = true;
   ++in_flight_;
   ++reads_in_flight_;
-  core_.acquire_shared_work();
-  ring_->prepare_recv(fd, static_cast<unsigned>(buffer_size_), poll_first,
-      reinterpret_cast<std::uint64_t>(&op), core_.runs_here());
+  ring_->prepare_recv(op.recv_fd_, static_cast<unsigned>(buffer_size_),
+      op.recv_poll_first_, reinterpret_cast<std::uint64_t>(&op),
+      core_.runs_here());
+}
+
+TURNLOOP_DECL void pool_ring::reclaim() noexcept
+{
+  // More lent than receives in flight means one is in flight at least:
+  // the reap that ends the last one takes the buffers back by itself.
+  if (reclaiming_ || lent_ <= reads_in_flight_)
+    return;
+  // Every receive in flight is listed by its socket's watcher (those of a
+  // socket closed or cancelled are being aborted already, and complete
+  // anyway).
+  reclaiming_ = true;
+  const bool alone = core_.runs_here();
+  for (uring_watch* w = live_; w; w = w->next_)
+    for (uring_op* op = w->ops_; op; op = op->watch_next_)
+      if (op->reads_ && op->in_flight_ && !op->aborted_ && !op->reclaimed_)
+      {
+        op->reclaimed_ = true;
+        ring_->prepare_cancel(reinterpret_cast<std::uint64_t>(op), alone);
+      }
+}
+
+TURNLOOP_DECL void pool_ring::settle(op_queue& ops) noexcept
+{
+  while (lent_)
+  {
+    auto* b = static_cast<pooled_buffer*>(ring_->buffer_by_id(
+          ring_->withdraw()));
+    b->lent = false;
+    --lent_;
+    // Counted as leased and released, so that the pool's waiters have
+    // them first.
+    store_.take_from_ring(b);
+    buffer_store::release(b);
+  }
+  reclaiming_ = false;
+  uring_op* held = nullptr; // oldest first
+  while (uring_op* op = held_)
+  {
+    held_ = op->held_next_;
+    op->held_next_ = held;
+    held = op;
+  }
+  while (uring_op* op = held)
+  {
+    held = op->held_next_;
+    op->held_next_ = nullptr;
+    if (op->aborted_)
+    {
+      // Its completion tells operation_aborted, as a cancelled receive's.
+      op->result_ = uring_result{-ECANCELED, 0};
+      ops.push(op);
+      continue;
+    }
+    top_up();
+    enter_recv(*op);
+  }
 }
 
 TURNLOOP_DECL void pool_ring::submit_send(uring_op& op, int fd,
@@ -399,7 +479,7 @@ TURNLOOP_DECL pooled_buffer* pool_ring::buffer_of(
 
 TURNLOOP_DECL bool pool_ring::wants_buffer() const noexcept
 {
-  return lent_ < reads_in_flight_ && lent_ < ring_limit_;
+  return lent_ < reads_in_flight_ && lent_ < ring_limit_ && !reclaiming_;
 }
 
 TURNLOOP_DECL void pool_ring::lend(pooled_buffer* b) noexcept
@@ -446,6 +526,10 @@ TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
         }
         ops.push(op);
       });
+  // With no receive in the kernel, the free buffers still in the ring are
+  // no read's: they go back (see the file comment).
+  if (reads_in_flight_ == 0 && (lent_ != 0 || reclaiming_) && !closing_)
+    settle(ops);
 }
 
 TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
