@@ -35,10 +35,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "pooled_echo.hpp"
 #include "support.hpp"
@@ -1095,6 +1098,56 @@ BOOST_AUTO_TEST_CASE(buffers_left_in_the_ring_come_back_while_a_read_waits)
       BOOST_TEST(pool.stats().leased == 0u);
     }
   }
+}
+
+// Issue 25, item 6: with io_uring required, a ring that cannot be set up
+// at the first pooled read (here: the process at its descriptor limit,
+// after the constructor's check passed) fails that read, and a lease write,
+// with the system's error; they never go to epoll. The next read, with
+// descriptors to spare, sets the ring up.
+BOOST_AUTO_TEST_CASE(a_required_ring_that_cannot_be_set_up_fails_the_operation)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  std::optional<error_code> read, wrote;
+  bool read_had_lease = true;
+  {
+    const std::optional<rlimit> saved = test::run_out_of_descriptors();
+    BOOST_TEST_REQUIRE(saved.has_value());
+    struct restore
+    {
+      rlimit limit;
+      ~restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+    } restore_at_end{*saved};
+    asio::post(l, [&] {
+      turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+            buffer_lease lease) {
+        read = ec;
+        read_had_lease = !!lease;
+      });
+      turnloop::async_write_lease(*c.servers[0], make_lease(pool, 8, 'w'),
+          [&](error_code ec, std::size_t) { wrote = ec; });
+    });
+    BOOST_TEST(test::run_until(l, [&] { return read && wrote; }));
+  }
+  const error_code emfile(EMFILE, boost::system::system_category());
+  BOOST_TEST((read && *read == emfile), (read ? read->message() : "pending"));
+  BOOST_TEST(!read_had_lease);
+  BOOST_TEST((wrote && *wrote == emfile), (wrote ? wrote->message() : "pending"));
+  BOOST_TEST((pool.stats().path != io_path::epoll));
+  BOOST_TEST(pool.stats().io_uring_error == EMFILE);
+  BOOST_TEST(pool.stats().leased == 0u);
+  BOOST_TEST(c.clients[0]->available() == 0u);
+
+  std::string got;
+  asio::post(l, [&] { read_into(*c.servers[0], got); });
+  asio::write(*c.clients[0], asio::buffer("ring", 4));
+  BOOST_TEST(test::run_until(l, [&] { return got == "ring"; }));
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(pool.stats().io_uring_error == 0);
 }
 
 // Reads started while the ring takes buffers back are held until it has
