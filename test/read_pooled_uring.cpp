@@ -970,6 +970,34 @@ void mint_all(buffer_pool& pool, std::size_t count)
   BOOST_TEST_REQUIRE(pool.stats().minted == count);
 }
 
+// With @p count buffers, every one minted and free: a pooled read of each
+// of the first @p count servers, each lent a buffer as it starts; all but
+// @p waiting (of servers[0]) end at the end of their streams, leaving the
+// buffers lent for them in the ring.
+void end_all_reads_but_one(turnloop::loop& l, buffer_pool& pool,
+    connections& c, std::size_t count, reads_of& waiting)
+{
+  mint_all(pool, count);
+  int ended = 0;
+  asio::post(l, [&] {
+    waiting.start(*c.servers[0]);
+    for (std::size_t i = 1; i != count; ++i)
+      turnloop::async_read_pooled(*c.servers[i], [&](error_code ec,
+            buffer_lease) {
+        BOOST_TEST(ec == asio::error::eof);
+        ++ended;
+      });
+  });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST(pool.stats().in_ring == count);
+  for (std::size_t i = 1; i != count; ++i)
+    c.clients[i]->shutdown(tcp::socket::shutdown_send);
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] {
+    return ended == static_cast<int>(count) - 1;
+  }));
+}
+
 } // namespace
 
 // Issue 25, item 3: each read lends the ring a free buffer when it starts,
@@ -1034,26 +1062,8 @@ BOOST_AUTO_TEST_CASE(buffers_left_in_the_ring_come_back_while_a_read_waits)
       turnloop::loop l(ring_config(count, 256));
       buffer_pool& pool = asio::use_service<buffer_pool>(l);
       connections c(l, count);
-      mint_all(pool, count);
       reads_of waiting;
-      int ended = 0;
-      asio::post(l, [&] {
-        waiting.start(*c.servers[0]);
-        for (std::size_t i = 1; i != count; ++i)
-          turnloop::async_read_pooled(*c.servers[i], [&](error_code ec,
-                buffer_lease) {
-            BOOST_TEST(ec == asio::error::eof);
-            ++ended;
-          });
-      });
-      for (int i = 0; i != 5; ++i)
-        l.poll();
-      BOOST_TEST(pool.stats().in_ring == count);
-      for (std::size_t i = 1; i != count; ++i)
-        c.clients[i]->shutdown(tcp::socket::shutdown_send);
-      BOOST_TEST_REQUIRE(test::run_until(l, [&] {
-        return ended == static_cast<int>(count) - 1;
-      }));
+      end_all_reads_but_one(l, pool, c, count, waiting);
 
       std::vector<buffer_lease> leases;
       if (by_async_lease)
@@ -1162,23 +1172,8 @@ BOOST_AUTO_TEST_CASE(reads_started_while_buffers_come_back_wait_for_them)
   turnloop::loop l(ring_config(count, 256));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
   connections c(l, count + 2);
-  mint_all(pool, count);
   reads_of waiting, held, closed;
-  int ended = 0;
-  asio::post(l, [&] {
-    waiting.start(*c.servers[0]);
-    for (std::size_t i = 1; i != count; ++i)
-      turnloop::async_read_pooled(*c.servers[i], [&](error_code, buffer_lease) {
-        ++ended;
-      });
-  });
-  for (int i = 0; i != 5; ++i)
-    l.poll();
-  for (std::size_t i = 1; i != count; ++i)
-    c.clients[i]->shutdown(tcp::socket::shutdown_send);
-  BOOST_TEST_REQUIRE(test::run_until(l, [&] {
-    return ended == static_cast<int>(count) - 1;
-  }));
+  end_all_reads_but_one(l, pool, c, count, waiting);
   BOOST_TEST(pool.stats().in_ring == count);
 
   error_code refused;
