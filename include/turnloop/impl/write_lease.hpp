@@ -15,7 +15,9 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/consign.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/asio/detail/bind_handler.hpp>
 
 #include <memory>
 #include <optional>
@@ -97,7 +99,19 @@ public:
       buffer_pool* pool = buffer_pool_of_executor(io_ex);
       if (pool && lease && pool->core_.runs_here())
       {
-        if (pool_ring* ring = pool->ring_for_sockets())
+        boost::system::error_code setup;
+        pool_ring* ring = pool->ring_for_sockets(setup);
+        if (setup)
+        {
+          // io_uring required and not to be had: the write fails with the
+          // reason, after this call as any completion; the lease goes back
+          // as this call returns.
+          boost::asio::post(io_ex, boost::asio::detail::move_binder2<
+              handler_type, boost::system::error_code, std::size_t>(0,
+                handler_type(std::forward<Handler>(handler)), setup, 0));
+          return;
+        }
+        if (ring)
         {
           using handler_executor =
             boost::asio::associated_executor_t<handler_type, executor_type>;
