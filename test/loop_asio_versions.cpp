@@ -16,10 +16,6 @@
 
 #include "asio.hpp"
 
-#if TURNLOOP_ASIO_VERSION >= 103400
-# include <boost/asio/config.hpp>
-#endif // TURNLOOP_ASIO_VERSION >= 103400
-
 #include <atomic>
 #include <chrono>
 #include <cstddef>

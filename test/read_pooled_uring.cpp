@@ -30,10 +30,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "pooled_echo.hpp"
 #include "support.hpp"
@@ -948,4 +951,247 @@ BOOST_AUTO_TEST_CASE(a_socket_read_through_the_ring_does_not_keep_run_going)
   BOOST_TEST(l.stopped());
   BOOST_TEST(reads.count == 2);
   BOOST_TEST(reads.last == asio::error::operation_aborted);
+}
+
+namespace {
+
+// Every buffer of @p pool minted, then all free again.
+void mint_all(buffer_pool& pool, std::size_t count)
+{
+  std::vector<buffer_lease> all;
+  for (std::size_t i = 0; i != count; ++i)
+    all.push_back(pool.try_lease());
+  BOOST_TEST_REQUIRE(pool.stats().minted == count);
+}
+
+// With @p count buffers, every one minted and free: a pooled read of each
+// of the first @p count servers, each lent a buffer as it starts; all but
+// @p waiting (of servers[0]) end at the end of their streams, leaving the
+// buffers lent for them in the ring.
+void end_all_reads_but_one(turnloop::loop& l, buffer_pool& pool,
+    connections& c, std::size_t count, reads_of& waiting)
+{
+  mint_all(pool, count);
+  int ended = 0;
+  asio::post(l, [&] {
+    waiting.start(*c.servers[0]);
+    for (std::size_t i = 1; i != count; ++i)
+      turnloop::async_read_pooled(*c.servers[i], [&](error_code ec,
+            buffer_lease) {
+        BOOST_TEST(ec == asio::error::eof);
+        ++ended;
+      });
+  });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST(pool.stats().in_ring == count);
+  for (std::size_t i = 1; i != count; ++i)
+    c.clients[i]->shutdown(tcp::socket::shutdown_send);
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] {
+    return ended == static_cast<int>(count) - 1;
+  }));
+}
+
+} // namespace
+
+// Issue 25, item 3: each read lends the ring a free buffer when it starts,
+// and reads that end without data (here at the end of their streams) leave
+// theirs unused. Once no read is in flight they are all back in the pool:
+// every buffer can be leased directly again.
+BOOST_AUTO_TEST_CASE(buffers_lent_to_reads_that_end_without_data_come_back)
+{
+  if (test::io_uring_skipped())
+    return;
+  constexpr std::size_t count = 8;
+  turnloop::loop l(ring_config(count, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, count);
+  mint_all(pool, count);
+  std::vector<error_code> ended;
+  asio::post(l, [&] {
+    for (auto& s : c.servers)
+      turnloop::async_read_pooled(*s, [&](error_code ec, buffer_lease lease) {
+        BOOST_TEST(!lease);
+        ended.push_back(ec);
+      });
+  });
+  for (int i = 0; i != 5; ++i)
+    l.poll();
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(pool.stats().in_ring == count);
+  for (auto& s : c.clients)
+    s->shutdown(tcp::socket::shutdown_send);
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return ended.size() == count; }));
+  for (const error_code& ec : ended)
+    BOOST_TEST(ec == asio::error::eof);
+  BOOST_TEST(pool.stats().in_ring == 0u);
+  BOOST_TEST(pool.stats().leased == 0u);
+
+  std::vector<buffer_lease> leases;
+  for (std::size_t i = 0; i != count; ++i)
+  {
+    error_code ec;
+    leases.push_back(pool.try_lease(ec));
+    BOOST_TEST(!ec, "lease " << i << ": " << ec.message());
+  }
+  BOOST_TEST(pool.stats().minted == count);
+}
+
+// The same with one read still waiting for data: the seven buffers the
+// others left in the ring cannot be taken while a receive is in the kernel
+// (it may take any of them), so a lease that finds the pool at its ceiling
+// has the ring take them back: its receives are cancelled and submitted
+// again, unseen by their reads. async_lease is granted, try_lease gets the
+// rest, and the waiting read still reads what comes.
+BOOST_AUTO_TEST_CASE(buffers_left_in_the_ring_come_back_while_a_read_waits)
+{
+  if (test::io_uring_skipped())
+    return;
+  constexpr std::size_t count = 8;
+  for (const bool by_async_lease : {true, false})
+  {
+    BOOST_TEST_CONTEXT("asked for by " << (by_async_lease ? "async_lease"
+          : "try_lease"))
+    {
+      turnloop::loop l(ring_config(count, 256));
+      buffer_pool& pool = asio::use_service<buffer_pool>(l);
+      connections c(l, count);
+      reads_of waiting;
+      end_all_reads_but_one(l, pool, c, count, waiting);
+
+      std::vector<buffer_lease> leases;
+      if (by_async_lease)
+      {
+        asio::post(l, [&] {
+          pool.async_lease([&](error_code ec, buffer_lease lease) {
+            BOOST_TEST(!ec);
+            leases.push_back(std::move(lease));
+          });
+        });
+        BOOST_TEST_REQUIRE(test::run_until(l, [&] { return !leases.empty(); }));
+      }
+      else
+      {
+        // Refused while the buffers are the kernel's; asked for, they are
+        // back within a turn or two.
+        error_code ec;
+        buffer_lease first = pool.try_lease(ec);
+        BOOST_TEST(ec == turnloop::error::resource_limit);
+        BOOST_TEST_REQUIRE(test::run_until(l, [&] {
+          first = pool.try_lease(ec);
+          return !ec;
+        }));
+        leases.push_back(std::move(first));
+      }
+      // The waiting read's receive holds at most one buffer in the ring.
+      BOOST_TEST(pool.stats().in_ring <= 1u);
+      for (std::size_t i = leases.size(); i != count - pool.stats().in_ring;
+          ++i)
+      {
+        error_code ec;
+        leases.push_back(pool.try_lease(ec));
+        BOOST_TEST(!ec, "lease " << i << ": " << ec.message());
+      }
+      BOOST_TEST(waiting.count == 0);
+      leases.clear();
+      asio::write(*c.clients[0], asio::buffer("still", 5));
+      BOOST_TEST(test::run_until(l, [&] { return waiting.count == 1; }));
+      BOOST_TEST(!waiting.last);
+      BOOST_TEST(waiting.got == "still");
+      l.poll();
+      BOOST_TEST(pool.stats().leased == 0u);
+    }
+  }
+}
+
+// Issue 25, item 6: with io_uring required, a ring that cannot be set up
+// at the first pooled read (here: the process at its descriptor limit,
+// after the constructor's check passed) fails that read, and a lease write,
+// with the system's error; they never go to epoll. The next read, with
+// descriptors to spare, sets the ring up.
+BOOST_AUTO_TEST_CASE(a_required_ring_that_cannot_be_set_up_fails_the_operation)
+{
+  if (test::io_uring_skipped())
+    return;
+  turnloop::loop l(ring_config(4, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, 1);
+  std::optional<error_code> read, wrote;
+  bool read_had_lease = true;
+  {
+    const std::optional<rlimit> saved = test::run_out_of_descriptors();
+    BOOST_TEST_REQUIRE(saved.has_value());
+    struct restore
+    {
+      rlimit limit;
+      ~restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+    } restore_at_end{*saved};
+    asio::post(l, [&] {
+      turnloop::async_read_pooled(*c.servers[0], [&](error_code ec,
+            buffer_lease lease) {
+        read = ec;
+        read_had_lease = !!lease;
+      });
+      turnloop::async_write_lease(*c.servers[0], make_lease(pool, 8, 'w'),
+          [&](error_code ec, std::size_t) { wrote = ec; });
+    });
+    BOOST_TEST(test::run_until(l, [&] { return read && wrote; }));
+  }
+  const error_code emfile(EMFILE, asio::error::get_system_category());
+  BOOST_TEST((read && *read == emfile), (read ? read->message() : "pending"));
+  BOOST_TEST(!read_had_lease);
+  BOOST_TEST((wrote && *wrote == emfile), (wrote ? wrote->message() : "pending"));
+  BOOST_TEST((pool.stats().path != io_path::epoll));
+  BOOST_TEST(pool.stats().io_uring_error == EMFILE);
+  BOOST_TEST(pool.stats().leased == 0u);
+  BOOST_TEST(c.clients[0]->available() == 0u);
+
+  std::string got;
+  asio::post(l, [&] { read_into(*c.servers[0], got); });
+  asio::write(*c.clients[0], asio::buffer("ring", 4));
+  BOOST_TEST(test::run_until(l, [&] { return got == "ring"; }));
+  BOOST_TEST((pool.stats().path == io_path::io_uring));
+  BOOST_TEST(pool.stats().io_uring_error == 0);
+}
+
+// Reads started while the ring takes buffers back are held until it has
+// (a receive submitted then could take one of them), then submitted; one
+// whose socket is closed meanwhile ends with operation_aborted, never
+// reaching the kernel.
+BOOST_AUTO_TEST_CASE(reads_started_while_buffers_come_back_wait_for_them)
+{
+  if (test::io_uring_skipped())
+    return;
+  constexpr std::size_t count = 8;
+  turnloop::loop l(ring_config(count, 256));
+  buffer_pool& pool = asio::use_service<buffer_pool>(l);
+  connections c(l, count + 2);
+  reads_of waiting, held, closed;
+  end_all_reads_but_one(l, pool, c, count, waiting);
+  BOOST_TEST(pool.stats().in_ring == count);
+
+  error_code refused;
+  asio::post(l, [&] {
+    pool.try_lease(refused); // asks the ring for its unused buffers
+    held.start(*c.servers[count]);
+    closed.start(*c.servers[count + 1]);
+    c.servers[count + 1]->close();
+  });
+  BOOST_TEST_REQUIRE(test::run_until(l, [&] { return closed.count == 1; }));
+  BOOST_TEST(refused == turnloop::error::resource_limit);
+  BOOST_TEST(closed.last == asio::error::operation_aborted);
+  // The buffers came back: a lease is granted now.
+  BOOST_TEST(test::run_until(l, [&] {
+    error_code ec;
+    return !!pool.try_lease(ec);
+  }));
+  asio::write(*c.clients[count], asio::buffer("held", 4));
+  BOOST_TEST(test::run_until(l, [&] { return held.count == 1; }));
+  BOOST_TEST(!held.last);
+  BOOST_TEST(held.got == "held");
+  asio::write(*c.clients[0], asio::buffer("first", 5));
+  BOOST_TEST(test::run_until(l, [&] { return waiting.count == 1; }));
+  BOOST_TEST(waiting.got == "first");
+  l.poll();
+  BOOST_TEST(pool.stats().leased == 0u);
 }

@@ -215,8 +215,11 @@ private:
 
   // The io_uring ring for pooled reads of sockets, set up at the first
   // call unless config::pooled_io says epoll; nullptr for the epoll path.
-  // Loop thread.
-  TURNLOOP_DECL detail::pool_ring* ring_for_sockets() noexcept;
+  // With io_uring required, a ring that cannot be set up is nullptr with
+  // @p ec the system's error (the operation fails with it), and the next
+  // call tries again. Loop thread.
+  TURNLOOP_DECL detail::pool_ring* ring_for_sockets(
+      error_code& ec) noexcept;
 
   // Takes back the buffers released on other threads.
   TURNLOOP_DECL void take_back_returned() noexcept;
@@ -253,8 +256,9 @@ private:
   std::size_t waiting_ = 0;
   std::uint64_t waits_ = 0;
   bool in_turns_ = false; // registered as one of the loop's turn sources
-  // The path ring_for_sockets() chose (automatic until it has), kept after
-  // the ring goes at shutdown so that stats() still says which it was.
+  // The path ring_for_sockets() chose (automatic until it has, and while
+  // a required ring could not be set up), kept after the ring goes at
+  // shutdown so that stats() still says which it was.
   io_path path_ = io_path::automatic;
   detail::pool_ring* ring_ = nullptr;
   int ring_error_ = 0;

@@ -45,16 +45,18 @@ struct buffer_pool_stats
 
   /// The path pooled reads of sockets take: io_path::io_uring once the
   /// ring is set up, io_path::epoll once that was refused or configured;
-  /// io_path::automatic before the first pooled read of a socket.
+  /// io_path::automatic before the first pooled read of a socket (and,
+  /// with io_uring required, while the ring could not be set up).
   io_path path = io_path::automatic;
 
   /// If io_uring was tried and refused: the system's error number
-  /// (ENOSYS, EPERM, ...); else 0.
+  /// (ENOSYS, EPERM, EMFILE...); 0 if it was not, or once a ring is set up.
   int io_uring_error = 0;
 
   /// Free buffers lent to the kernel's buffer ring now, waiting for data
-  /// (io_uring only; at most one per pooled read in flight). Counted in
-  /// minted, not in leased.
+  /// (io_uring only): at most one per pooled read in flight, and those
+  /// that reads which ended without data left there until they come back
+  /// (doc/io_uring.md, "Bounds"). Counted in minted, not in leased.
   std::size_t in_ring = 0;
 
   /// io_uring_enter calls the pool's ring has made (submissions and waits;

@@ -27,8 +27,11 @@ enum class io_path
   /// The epoll reactor, as Asio's own sockets: one recv() per message.
   epoll,
 
-  /// io_uring, required: the loop's constructor checks that a ring can be
-  /// set up and throws if not.
+  /// io_uring, required, never epoll: the loop's constructor checks that a
+  /// ring can be set up and throws if not; the loop's own ring is set up at
+  /// the first pooled read or lease write of a socket, and if that fails
+  /// (at the descriptor limit, out of memory) the operation fails with the
+  /// system's error and the next one tries again.
   io_uring
 };
 

@@ -60,8 +60,10 @@ namespace turnloop {
 /// if the stream's executor does not belong to a turnloop::loop;
 /// asio::error::no_memory if data arrived but no buffer could be
 /// minted, or its wait for a buffer recorded, for lack of memory (the data
-/// stays in the stream for the next read); or the system's error. Refusals are delivered like any completion, never inside
-/// this call. A pending read counts as one of the loop's max_operations.
+/// stays in the stream for the next read); or the system's error, also
+/// when config::pooled_io requires io_uring and the loop's ring cannot be
+/// set up (EMFILE at the descriptor limit, ...; doc/io_uring.md). Refusals
+/// are delivered like any completion, never inside this call. A pending read counts as one of the loop's max_operations.
 ///
 /// Exactly one completion, and no buffer is ever leaked: a lease is only
 /// handed out with a successful completion. If the loop is destroyed first,

@@ -47,7 +47,8 @@ namespace turnloop {
 /// Errors: asio::error::operation_aborted if cancelled (through the
 /// handler's cancellation slot, any cancellation type, or the stream's
 /// cancel() or close()); or the system's error (broken_pipe,
-/// connection_reset, ...). std::bad_alloc from the call if the operation's
+/// connection_reset, ...; and, when config::pooled_io requires io_uring
+/// and the loop's ring cannot be set up, that error, with nothing written). std::bad_alloc from the call if the operation's
 /// memory cannot be allocated (the lease stays with the caller's arguments
 /// and is released as they go).
 ///

@@ -189,7 +189,11 @@ TURNLOOP_DECL detail::pooled_buffer* buffer_pool::take()
     in_turns_ = true;
   }
   take_back_returned();
-  return store_->take();
+  detail::pooled_buffer* b = store_->take();
+  // At the ceiling: buffers that reads left in the ring are asked back.
+  if (!b && ring_)
+    ring_->reclaim();
+  return b;
 }
 
 TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
@@ -210,18 +214,36 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
   }
 }
 
-TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets() noexcept
+TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets(
+    error_code& ec) noexcept
 {
+  ec.clear();
   if (path_ != io_path::automatic)
     return ring_;
-  path_ = io_path::epoll;
-  if (core_.get_config().pooled_io == io_path::epoll || capacity_ == 0)
+  const io_path wanted = core_.get_config().pooled_io;
+  if (wanted == io_path::epoll || capacity_ == 0)
+  {
+    path_ = io_path::epoll;
     return nullptr;
+  }
   ring_ = detail::pool_ring::create(core_, *store_, capacity_, buffer_size_,
       ring_error_);
   if (ring_)
+  {
     path_ = io_path::io_uring;
-  return ring_;
+    ring_error_ = 0;
+    return ring_;
+  }
+  // Required means never epoll: the operation fails with the reason (the
+  // constructor's check passed, so this is what the system is short of
+  // now: descriptors, memory), and the next one tries again.
+  if (wanted == io_path::io_uring)
+  {
+    ec.assign(ring_error_, asio::error::get_system_category());
+    return nullptr;
+  }
+  path_ = io_path::epoll;
+  return nullptr;
 }
 
 TURNLOOP_DECL void buffer_pool::take_back_returned() noexcept

@@ -83,7 +83,7 @@ public:
           Handler, error_code, buffer_lease>(
             0, std::move(handler), ec, buffer_lease()));
     }
-    if (!pool->admit(unit, ec))
+    if (!pool->admit(unit, ec) || ring_refused(*pool, ec))
     {
       // Refused: delivered like any completion, never inside this call;
       // from another thread, within config::post_capacity (see
@@ -302,6 +302,22 @@ private:
   {
   }
 
+  // A socket's read on the loop's thread goes through the pool's io_uring,
+  // set up at the first one: true, with @p ec the system's error, if it is
+  // required and cannot be set up now (told as a refusal is, after the
+  // call; a read that gets this far later fails in wait_readable).
+  static bool ring_refused(buffer_pool& pool,
+      error_code& ec) noexcept
+  {
+    if constexpr (reactor_socket<Stream>)
+      if (pool.core_.runs_here())
+      {
+        pool.ring_for_sockets(ec);
+        return !!ec;
+      }
+    return false;
+  }
+
   void wait_readable()
   {
     Stream& stream = *stream_;
@@ -321,9 +337,13 @@ private:
         // io_context::run() drives the loop) takes the reactor, which any
         // thread may use, and its successors the ring.
         if (core.runs_here())
-          if (pool_ring* ring = pool_->ring_for_sockets())
+        {
+          if (pool_ring* ring = pool_->ring_for_sockets(ec))
             return uring_recv_op<read_pooled_op>::start(std::move(*this),
                 *ring, impl.socket_, impl.reactor_data_, true);
+          if (ec)
+            return complete(ec, buffer_lease()); // io_uring required
+        }
         pooled_recv_op<read_pooled_op, buffer_lease>::start(std::move(*this),
             core.reactor(), impl.socket_, impl.reactor_data_,
             core.running_in_this_thread());

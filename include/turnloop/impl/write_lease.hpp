@@ -16,7 +16,9 @@
 #include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
 #include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
 #include TURNLOOP_ASIO_HEADER(consign.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
 #include TURNLOOP_ASIO_HEADER(write.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
 
 #include <memory>
 #include <optional>
@@ -98,7 +100,19 @@ public:
       buffer_pool* pool = buffer_pool_of_executor(io_ex);
       if (pool && lease && pool->core_.runs_here())
       {
-        if (pool_ring* ring = pool->ring_for_sockets())
+        error_code setup;
+        pool_ring* ring = pool->ring_for_sockets(setup);
+        if (setup)
+        {
+          // io_uring required and not to be had: the write fails with the
+          // reason, after this call as any completion; the lease goes back
+          // as this call returns.
+          asio::post(io_ex, asio::detail::move_binder2<
+              handler_type, error_code, std::size_t>(0,
+                handler_type(std::forward<Handler>(handler)), setup, 0));
+          return;
+        }
+        if (ring)
         {
           using handler_executor =
             asio::associated_executor_t<handler_type, executor_type>;

@@ -11,11 +11,23 @@
 // - A read holds no buffer until data arrives: the kernel picks one from
 //   the ring then. A connection never holds more buffers than the reads
 //   its owner asked for (one read, one buffer).
-// - The ring holds no more free buffers than there are reads in flight.
-//   Buffers are minted only when data found the ring empty, so idle reads
-//   mint nothing. A free buffer in the ring is out of try_lease's and
-//   async_lease's reach until a read takes it and its lease is released
-//   (doc/io_uring.md, "Bounds").
+// - Buffers are lent to the ring only while it holds fewer free buffers
+//   than there are reads in flight, and minted only when data found the
+//   ring empty, so idle reads mint nothing. A free buffer in the ring is
+//   out of try_lease's and async_lease's reach until a read takes it and
+//   its lease is released (doc/io_uring.md, "Bounds").
+// - A read that ends without data (end of stream, an error, a
+//   cancellation) leaves the buffer lent for it in the ring: the kernel
+//   cannot hand a provided buffer back, and while any receive that selects
+//   buffers is in the kernel it may take any of them. Once none is (every
+//   receive's completion reaped), the ring's tail is wound back over the
+//   buffers it still holds and they go back to the pool. While receives
+//   are in flight, a lease that finds the pool at its ceiling with such
+//   buffers in the ring has them taken back the same way: every receive
+//   is cancelled, the ones started meanwhile are held back, and once the
+//   last completion is reaped, the buffers go back to the pool (its
+//   waiters first) and the cancelled and held receives are submitted
+//   again, unseen by their reads.
 // - Every operation submitted is counted until its completion is reaped;
 //   at shutdown all are cancelled and reaped before the ring goes.
 //
@@ -28,6 +40,18 @@
 // next one finds it by descriptor number), so an operation costs the
 // reactor nothing; close() or cancel() ends it, and the next operation
 // queues a new one.
+//
+// The watcher must not change how the socket's stock operations behave:
+// - it leaves the socket's epoll registration as Asio made it (Asio's
+//   record of it is what Asio's own operations rely on: a stock read
+//   queued on a registration without EPOLLIN would never complete);
+// - it waits in the queue of out-of-band operations, where a stock
+//   async_wait(wait_error) or out-of-band read (and the pool's own watch of
+//   a read that waits for a buffer) may queue behind it. Asio performs a
+//   queue's operations in order and stops at the first that is not done,
+//   so when the socket's readiness reaches it with an operation behind it,
+//   it steps aside: it completes (without ending anything) and queues
+//   itself again at once, behind the others.
 //
 
 #ifndef TURNLOOP_DETAIL_URING_POOL_RING_HPP
@@ -72,6 +96,11 @@ public:
   /// end: the operation is not submitted again.
   bool aborted_ = false;
 
+  /// Set when the ring cancelled this receive to take buffers back (see
+  /// pool_ring::reclaim): a completion with -ECANCELED then means "submit
+  /// again", not an end.
+  bool reclaimed_ = false;
+
 protected:
   explicit uring_op(func_type complete) noexcept
     : scheduler_operation(complete)
@@ -85,6 +114,9 @@ private:
   friend class uring_watch;
   uring_watch* watch_ = nullptr;     // its socket's, while it lists it
   uring_op* watch_next_ = nullptr;   // the next operation it lists
+  uring_op* held_next_ = nullptr;    // held back while buffers come back
+  int recv_fd_ = -1;             // a receive's socket and its poll_first,
+  bool recv_poll_first_ = false; // to submit it when held back
   bool in_flight_ = false;       // submitted, its completion not reaped
   bool reads_ = false;           // a receive
 };
@@ -98,7 +130,7 @@ public:
 private:
   friend class pool_ring;
   friend class uring_op;
-  TURNLOOP_DECL static status do_perform(reactor_op*) noexcept;
+  TURNLOOP_DECL static status do_perform(reactor_op* base) noexcept;
   TURNLOOP_DECL static void do_complete(void* owner,
       asio::detail::operation* base,
       const error_code&, std::size_t);
@@ -147,6 +179,10 @@ private:
   uring_watch* prev_ = nullptr; // live list, or free list (next_ only)
   uring_watch* next_ = nullptr;
   int fd_ = -1;                 // the socket's descriptor, while live
+  // The socket's registration, to queue itself on again after stepping
+  // aside; and whether its completion is for that (not for an abort).
+  asio::detail::epoll_reactor::per_descriptor_data state_ = nullptr;
+  bool stepped_aside_ = false;
 };
 
 class pool_ring final : public reactor_hook
@@ -192,8 +228,15 @@ public:
   /// read before went back only after this read was asked for.
   TURNLOOP_DECL void top_up() noexcept;
 
-  /// Submits a receive into a buffer from the ring, in the turn's batch.
+  /// Submits a receive into a buffer from the ring, in the turn's batch
+  /// (or, while buffers are being taken back, once they are).
   TURNLOOP_DECL void submit_recv(uring_op& op, int fd, bool poll_first) noexcept;
+
+  /// A lease found the pool at its ceiling: if the ring holds more free
+  /// buffers than there are receives in flight (reads that ended without
+  /// data left them), takes them back for the pool (see the file comment)
+  /// once the receives, all cancelled, have completed. Loop thread.
+  TURNLOOP_DECL void reclaim() noexcept;
 
   /// Submits a send, in the turn's batch.
   TURNLOOP_DECL void submit_send(uring_op& op, int fd, const void* data,
@@ -272,11 +315,23 @@ private:
   TURNLOOP_DECL void watch(uring_watch* w, int fd,
       epoll_reactor::per_descriptor_data& data) noexcept;
 
+  // Queues @p w again on its socket's registration, behind the operations
+  // it stepped aside for.
+  TURNLOOP_DECL void queue_again(uring_watch& w) noexcept;
+
   TURNLOOP_DECL pool_ring(loop_core& core, buffer_store& store,
       uring_ring* ring, std::size_t ceiling, std::size_t buffer_size) noexcept;
   TURNLOOP_DECL ~pool_ring();
 
   TURNLOOP_DECL void reap(op_queue& ops) noexcept;
+
+  // No receive is in the kernel: takes back the free buffers still in the
+  // ring, gives them to the pool, and submits the receives held back (or
+  // completes, into @p ops, those aborted meanwhile).
+  TURNLOOP_DECL void settle(op_queue& ops) noexcept;
+
+  // Submits @p op, a receive whose socket and poll_first are recorded.
+  TURNLOOP_DECL void enter_recv(uring_op& op) noexcept;
 
   // The ring's withdraw_function: an entry whose operation has been aborted
   // (a cancellation slot) or whose socket has been closed or cancelled
@@ -295,6 +350,9 @@ private:
   // in the kernel.
   TURNLOOP_DECL void watch_reactor(bool alone) noexcept;
 
+  // After a system call that submitted the step's entries and reaped.
+  TURNLOOP_DECL void note_submitted() noexcept;
+
   // The poll's user_data: no operation's address.
   static constexpr std::uint64_t reactor_watch_tag = 1;
 
@@ -308,6 +366,10 @@ private:
   std::size_t ids_ = 0;            // buffer ids given out
   std::size_t in_flight_ = 0;      // operations whose completion is due
   std::size_t reads_in_flight_ = 0;
+  bool reclaiming_ = false;        // buffers are being taken back
+  bool closing_ = false;           // destroy() is draining the ring
+  uring_op* held_ = nullptr;       // receives held back meanwhile (newest
+                                   // first)
   uring_watch* live_ = nullptr;    // watchers queued on sockets
   uring_watch* free_ = nullptr;
   std::vector<uring_watch*> watch_by_fd_; // each socket's newest watcher
@@ -319,6 +381,10 @@ private:
   bool waits_itself_ = false;      // this step's wait is the ring's
   bool watch_armed_ = false;       // the poll is queued or in the kernel
   bool reactor_ready_ = false;     // the poll fired; epoll not run since
+  bool received_ = false;          // receives delivered data since the
+                                   // poll was last looked at
+  bool deferred_ = false;          // epoll not run when the poll last
+                                   // fired (see reactor_ready)
 };
 
 /// The epoll descriptor in which @p registered (a descriptor the reactor

@@ -95,6 +95,16 @@ private:
     }
 
     const uring_result r = o->result_;
+    if (std::exchange(o->reclaimed_, false) && r.res == -ECANCELED
+        && !o->aborted_)
+    {
+      // Cancelled by the ring to take its buffers back, not by its owner:
+      // submitted again (or held until they are back).
+      o->ring_.top_up();
+      o->ring_.submit_recv(*o, o->fd_, true);
+      p.v = p.p = 0;
+      return;
+    }
     bool needs_buffer = false;
     error_code ec;
     if (r.res == -ENOBUFS && !o->aborted_)

@@ -129,6 +129,12 @@ public:
   /// completions to post only once this thread enters it.
   TURNLOOP_DECL bool needs_enter() const noexcept;
 
+  /// True if entries are queued but not submitted.
+  bool has_unsubmitted() const noexcept
+  {
+    return to_submit_ != 0;
+  }
+
   /// Whether the kernel signals the eventfd when it posts a completion.
   /// Off while the loop is awake, which reaps without being told; on only
   /// for the reactor's blocking waits.
@@ -152,6 +158,12 @@ public:
 
   /// Lends @p size bytes at @p data to the kernel as buffer @p id.
   TURNLOOP_DECL void provide(void* data, unsigned size, unsigned id) noexcept;
+
+  /// Takes back the buffer lent last and returns its id. Only while no
+  /// receive that selects a buffer is in the kernel, every completion
+  /// reaped: the kernel then takes nothing from the ring, and the buffers
+  /// it has not taken are the ones lent last.
+  TURNLOOP_DECL unsigned withdraw() noexcept;
 
   /// The buffer-id table: the pool's own record of which buffer has which
   /// id, in the same mapped region as the buffer ring.

@@ -12,6 +12,7 @@
 
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
 
 #include <cerrno>
@@ -24,7 +25,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 
 namespace turnloop {
@@ -40,10 +40,16 @@ TURNLOOP_DECL uring_watch::uring_watch(pool_ring* ring) noexcept
 }
 
 TURNLOOP_DECL asio::detail::reactor_op::status
-uring_watch::do_perform(reactor_op*) noexcept
+uring_watch::do_perform(reactor_op* base) noexcept
 {
   // Readiness is the ring's business: the watcher only waits to be aborted.
-  return not_done;
+  // Asio asks it first of its queue, under the descriptor's lock, and would
+  // ask nothing behind it: with an operation there, it is done (its
+  // completion queues it again), and Asio goes on to the next.
+  if (!asio::detail::op_queue_access::next(base))
+    return not_done;
+  static_cast<uring_watch*>(base)->stepped_aside_ = true;
+  return done;
 }
 
 TURNLOOP_DECL void uring_watch::do_complete(void* owner,
@@ -61,6 +67,14 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
     // Its ring has gone; so has its operation.
     delete w;
     return;
+  }
+  if (owner && std::exchange(w->stepped_aside_, false))
+  {
+    // Completed by the readiness that reached the operations behind it,
+    // at once, in the same reactor completion (the first operation it
+    // completes is this one, the front of its queue): nothing has closed
+    // the socket since, so its registration is still the one it left.
+    return w->ring_->queue_again(*w);
   }
   if (owner)
     return w->ring_->watch_fired(*w);
@@ -155,6 +169,7 @@ TURNLOOP_DECL pool_ring::~pool_ring() = default;
 TURNLOOP_DECL void pool_ring::destroy() noexcept
 {
   core_.reactor().set_hook(nullptr);
+  closing_ = true;
 
   // Everything in flight is cancelled and its completion reaped: only then
   // may the buffers it could write into go. A buffer a completion carries
@@ -170,6 +185,13 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
         break;
       reap(reaped);
     }
+  }
+  // Receives held back for buffers to come back were never submitted.
+  while (uring_op* op = held_)
+  {
+    held_ = op->held_next_;
+    op->held_next_ = nullptr;
+    reaped.push(op);
   }
   while (asio::detail::scheduler_operation* base = reaped.front())
   {
@@ -262,30 +284,24 @@ TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
   // A watcher that close() or cancel() has aborted, its completion not yet
   // run, is replaced here; it clears the entry only if it is still its own.
   watch_by_fd_[static_cast<std::size_t>(fd)] = w;
+  w->state_ = data;
+  w->stepped_aside_ = false;
+  queue_again(*w);
+}
+
+TURNLOOP_DECL void pool_ring::queue_again(uring_watch& w) noexcept
+{
   // Speculative, as Asio's own reads start: a queued operation on an
   // edge-triggered registration costs no system call (a non-speculative
-  // start re-arms the descriptor). The watcher's perform() declines, so it
-  // is simply queued.
-  core_.reactor().start_op(epoll_reactor::except_op, fd, data, w, false,
-      true);
+  // start re-arms the descriptor). The watcher's perform() declines (no
+  // operation is queued behind it yet), so it is simply queued.
+  core_.reactor().start_op(epoll_reactor::except_op, w.fd_, w.state_, &w,
+      false, true);
   // A queued reactor operation counts as the scheduler's work, and this
   // one stays queued between the socket's operations: it must not keep
   // run() from returning (the operations it watches hold work of their
   // own). Its completion takes the unit back before it is consumed.
   core_.release_work(false);
-  // The socket's data is the ring's now: epoll need not wake for it (when
-  // the ring waits for the loop, each such wake would cost an epoll run).
-  // EPOLLIN goes from the registration, the rest stays as Asio made it,
-  // EPOLLOUT included (a write of Asio's may be waiting). Asio's own next
-  // read of the socket puts EPOLLIN back: with the watcher queued it does
-  // not read speculatively, and re-registers the events it recorded.
-  if (reactor_fd_ >= 0 && data)
-  {
-    epoll_event ev{};
-    ev.events = EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLET;
-    ev.data.ptr = data;
-    ::epoll_ctl(reactor_fd_, EPOLL_CTL_MOD, fd, &ev);
-  }
 }
 
 TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
@@ -335,7 +351,7 @@ TURNLOOP_DECL void pool_ring::recycle(uring_watch* w) noexcept
 
 TURNLOOP_DECL void pool_ring::top_up() noexcept
 {
-  if (lent_ <= reads_in_flight_ && lent_ < ring_limit_)
+  if (lent_ <= reads_in_flight_ && lent_ < ring_limit_ && !reclaiming_)
     if (pooled_buffer* b = store_.take_free())
       lend(b);
 }
@@ -343,13 +359,85 @@ TURNLOOP_DECL void pool_ring::top_up() noexcept
 TURNLOOP_DECL void pool_ring::submit_recv(uring_op& op, int fd,
     bool poll_first) noexcept
 {
-  op.in_flight_ = true;
   op.reads_ = true;
+  op.recv_fd_ = fd;
+  op.recv_poll_first_ = poll_first;
+  core_.acquire_shared_work();
+  if (reclaiming_)
+  {
+    // It would take a buffer that is on its way back: held until then.
+    op.held_next_ = held_;
+    held_ = &op;
+    return;
+  }
+  enter_recv(op);
+}
+
+TURNLOOP_DECL void pool_ring::enter_recv(uring_op& op) noexcept
+{
+  op.in_flight_ = true;
   ++in_flight_;
   ++reads_in_flight_;
-  core_.acquire_shared_work();
-  ring_->prepare_recv(fd, static_cast<unsigned>(buffer_size_), poll_first,
-      reinterpret_cast<std::uint64_t>(&op), core_.runs_here());
+  ring_->prepare_recv(op.recv_fd_, static_cast<unsigned>(buffer_size_),
+      op.recv_poll_first_, reinterpret_cast<std::uint64_t>(&op),
+      core_.runs_here());
+}
+
+TURNLOOP_DECL void pool_ring::reclaim() noexcept
+{
+  // More lent than receives in flight means one is in flight at least:
+  // the reap that ends the last one takes the buffers back by itself.
+  if (reclaiming_ || lent_ <= reads_in_flight_)
+    return;
+  // Every receive in flight is listed by its socket's watcher (those of a
+  // socket closed or cancelled are being aborted already, and complete
+  // anyway).
+  reclaiming_ = true;
+  const bool alone = core_.runs_here();
+  for (uring_watch* w = live_; w; w = w->next_)
+    for (uring_op* op = w->ops_; op; op = op->watch_next_)
+      if (op->reads_ && op->in_flight_ && !op->aborted_ && !op->reclaimed_)
+      {
+        op->reclaimed_ = true;
+        ring_->prepare_cancel(reinterpret_cast<std::uint64_t>(op), alone);
+      }
+}
+
+TURNLOOP_DECL void pool_ring::settle(op_queue& ops) noexcept
+{
+  while (lent_)
+  {
+    auto* b = static_cast<pooled_buffer*>(ring_->buffer_by_id(
+          ring_->withdraw()));
+    b->lent = false;
+    --lent_;
+    // Counted as leased and released, so that the pool's waiters have
+    // them first.
+    store_.take_from_ring(b);
+    buffer_store::release(b);
+  }
+  reclaiming_ = false;
+  uring_op* held = nullptr; // oldest first
+  while (uring_op* op = held_)
+  {
+    held_ = op->held_next_;
+    op->held_next_ = held;
+    held = op;
+  }
+  while (uring_op* op = held)
+  {
+    held = op->held_next_;
+    op->held_next_ = nullptr;
+    if (op->aborted_)
+    {
+      // Its completion tells operation_aborted, as a cancelled receive's.
+      op->result_ = uring_result{-ECANCELED, 0};
+      ops.push(op);
+      continue;
+    }
+    top_up();
+    enter_recv(*op);
+  }
 }
 
 TURNLOOP_DECL void pool_ring::submit_send(uring_op& op, int fd,
@@ -392,7 +480,7 @@ TURNLOOP_DECL pooled_buffer* pool_ring::buffer_of(
 
 TURNLOOP_DECL bool pool_ring::wants_buffer() const noexcept
 {
-  return lent_ < reads_in_flight_ && lent_ < ring_limit_;
+  return lent_ < reads_in_flight_ && lent_ < ring_limit_ && !reclaiming_;
 }
 
 TURNLOOP_DECL void pool_ring::lend(pooled_buffer* b) noexcept
@@ -431,12 +519,18 @@ TURNLOOP_DECL void pool_ring::reap(op_queue& ops) noexcept
         if (op->reads_)
         {
           --reads_in_flight_;
+          if (r.res > 0)
+            received_ = true;
           // The buffer is the operation's from now on, whatever becomes
           // of it.
           op->buffer_ = buffer_of(r);
         }
         ops.push(op);
       });
+  // With no receive in the kernel, the free buffers still in the ring are
+  // no read's: they go back (see the file comment).
+  if (reads_in_flight_ == 0 && (lent_ != 0 || reclaiming_) && !closing_)
+    settle(ops);
 }
 
 TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
@@ -464,6 +558,7 @@ TURNLOOP_DECL bool pool_ring::before_wait(op_queue& ops,
       int error;
       ring_->submit(0, error, alone);
       reap(reaped);
+      note_submitted();
     }
     const bool any = !reaped.empty();
     ops.push(reaped);
@@ -513,6 +608,7 @@ TURNLOOP_DECL void pool_ring::wait(long usec, op_queue& ops) noexcept
     return;
   }
   reap(ops);
+  note_submitted();
 }
 
 TURNLOOP_DECL bool pool_ring::reactor_ready() noexcept
@@ -525,7 +621,31 @@ TURNLOOP_DECL bool pool_ring::reactor_ready() noexcept
   // run has taken what is ready now.
   if (reactor_fd_ >= 0)
     watch_reactor(core_.runs_here());
+  // The ring's sockets stay registered with epoll as Asio made them, so
+  // data arriving on one wakes epoll's descriptor too, and the poll fires,
+  // although the ring has taken the data and epoll would find nothing for
+  // it. When receives delivered data since the poll was last looked at,
+  // the wake was most likely theirs: epoll is not run now. The poll just
+  // queued decides: when it is submitted the kernel looks at what epoll
+  // holds ready, drops what no longer is (the sockets the ring has read)
+  // and fires at once if anything else is, and epoll runs in that step.
+  // Never twice in a row unless the renewed poll was seen not to fire, so
+  // that a busy ring cannot keep epoll's own sockets waiting.
+  const bool defer = received_ && !deferred_ && reactor_fd_ >= 0;
+  received_ = false;
+  deferred_ = defer;
+  if (defer)
+    return false;
   return true;
+}
+
+TURNLOOP_DECL void pool_ring::note_submitted() noexcept
+{
+  // The renewed poll is in the kernel and did not fire when it was
+  // submitted: epoll had nothing ready then, so the step that did not run
+  // it lost nothing.
+  if (deferred_ && watch_armed_ && !ring_->has_unsubmitted())
+    deferred_ = false;
 }
 
 TURNLOOP_DECL void pool_ring::watch_reactor(bool alone) noexcept

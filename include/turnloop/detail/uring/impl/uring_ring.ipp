@@ -392,6 +392,16 @@ TURNLOOP_DECL void uring_ring::provide(void* data, unsigned size,
       __ATOMIC_RELEASE);
 }
 
+TURNLOOP_DECL unsigned uring_ring::withdraw() noexcept
+{
+  auto* entries = static_cast<uring_buffer_entry*>(buffers_map_);
+  --buffer_tail_;
+  const unsigned id = entries[buffer_tail_ & (buffer_slots_ - 1)].bid;
+  __atomic_store_n(&entries[0].tail_or_reserved, buffer_tail_,
+      __ATOMIC_RELEASE);
+  return id;
+}
+
 } // namespace detail
 } // namespace turnloop
 
