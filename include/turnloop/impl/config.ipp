@@ -53,6 +53,14 @@ TURNLOOP_DECL void config::validate() const
     throw system_error(make_error_code(error::invalid_config),
         "turnloop::config: pooled_io is not one of io_path's values");
   }
+  if (pooled_io == io_path::io_uring && !detail::has_io_uring_path)
+  {
+    throw system_error(make_error_code(error::invalid_config),
+        "turnloop::config: pooled_io is io_uring, and this build has no "
+        "io_uring path: it needs Linux and Asio's epoll reactor, and this "
+        "build runs on Asio's " TURNLOOP_REACTOR_NAME " (use automatic or "
+        "epoll: the reactor's path)");
+  }
   if (pooled_io == io_path::io_uring && pooled_buffers > 32768)
   {
     throw system_error(make_error_code(error::invalid_config),
@@ -75,7 +83,8 @@ TURNLOOP_DECL void config::validate(error_code& ec) const noexcept
   if (detail::find_invalid_field(*this, checks)
       || (pooled_io != io_path::automatic && pooled_io != io_path::epoll
         && pooled_io != io_path::io_uring)
-      || (pooled_io == io_path::io_uring && pooled_buffers > 32768))
+      || (pooled_io == io_path::io_uring
+        && (!detail::has_io_uring_path || pooled_buffers > 32768)))
     ec = make_error_code(error::invalid_config);
   else
     ec.clear();

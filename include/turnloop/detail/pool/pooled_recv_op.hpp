@@ -46,17 +46,6 @@ namespace detail {
 template <typename Handler, typename Lease>
 class pooled_recv_op;
 
-#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
-
-/// No socket is a reactor's: Asio's io_uring service serves them all.
-template <typename Stream>
-concept reactor_socket = false;
-
-#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
-
-/// The reactor that serves sockets: epoll, kqueue, /dev/poll or select.
-using socket_reactor = asio::detail::reactor;
-
 /// Reaches a socket's implementation, a protected member of Asio's
 /// basic_socket, as a class derived from the socket may.
 template <typename Stream>
@@ -67,6 +56,17 @@ struct socket_implementation_of : Stream
     return (s.*(&socket_implementation_of::impl_)).get_implementation();
   }
 };
+
+#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+
+/// No socket is a reactor's: Asio's io_uring service serves them all.
+template <typename Stream>
+concept reactor_socket = false;
+
+#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+
+/// The reactor that serves sockets: epoll, kqueue, /dev/poll or select.
+using socket_reactor = asio::detail::reactor;
 
 /// A socket served by the reactor: its implementation holds the
 /// descriptor and the reactor's registration of it.

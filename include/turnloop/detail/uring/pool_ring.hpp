@@ -58,6 +58,10 @@
 #define TURNLOOP_DETAIL_URING_POOL_RING_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/engine/reactor_hook.hpp>
 #include <turnloop/detail/uring/uring_ring.hpp>
 
@@ -189,6 +193,11 @@ class pool_ring final : public reactor_hook
 {
 public:
   using epoll_reactor = asio::detail::epoll_reactor;
+
+  /// True if an io_uring with a buffer ring can be set up here now (one is
+  /// made and closed: the loop's constructor asks, for io_path::io_uring);
+  /// false with @p error set if not.
+  TURNLOOP_DECL static bool probe(int& error) noexcept;
 
   /// Sets the ring up for @p store's buffers, watched by @p core's reactor,
   /// and installs it as the reactor's hook. nullptr with @p error set if
@@ -458,5 +467,54 @@ inline void* watch_key(uring_watch* w) noexcept
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/detail/uring/impl/pool_ring.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace turnloop {
+namespace detail {
+
+class buffer_store;
+class loop_core;
+struct pooled_buffer;
+
+/// Where there is no io_uring path, no ring: create() and probe() refuse
+/// with ENOTSUP, so the pool never has one, and what the pool and the
+/// reads would ask of one is here only to be compiled, never reached.
+class pool_ring
+{
+public:
+  static pool_ring* create(loop_core&, buffer_store&, std::size_t,
+      std::size_t, int& error) noexcept
+  {
+    error = ENOTSUP;
+    return nullptr;
+  }
+
+  static bool probe(int& error) noexcept
+  {
+    error = ENOTSUP;
+    return false;
+  }
+
+  void destroy() noexcept {}
+  void reclaim() noexcept {}
+  bool wants_buffer() const noexcept { return false; }
+  void lend(pooled_buffer*) noexcept {}
+  bool full() const noexcept { return true; }
+  std::uint64_t enters() const noexcept { return 0; }
+  int reactor_descriptor() const noexcept { return -1; }
+
+private:
+  pool_ring() = delete;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_POOL_RING_HPP

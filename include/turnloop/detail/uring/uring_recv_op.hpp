@@ -22,6 +22,10 @@
 #define TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/pool/buffer_store.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 
@@ -155,5 +159,19 @@ private:
 
 } // namespace detail
 } // namespace turnloop
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+namespace turnloop {
+namespace detail {
+
+/// Named only: read_pooled_op's ring branch is discarded here.
+template <typename Handler>
+class uring_recv_op;
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP

@@ -27,6 +27,10 @@
 
 #include <turnloop/detail/config.hpp>
 
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(detail/mutex.hpp)
 
@@ -275,5 +279,7 @@ inline int (*uring_setup_refusal)() noexcept = nullptr;
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/detail/uring/impl/uring_ring.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_RING_HPP

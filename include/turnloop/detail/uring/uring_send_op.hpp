@@ -12,6 +12,10 @@
 #define TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 
@@ -128,5 +132,19 @@ private:
 
 } // namespace detail
 } // namespace turnloop
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+namespace turnloop {
+namespace detail {
+
+/// Named only: async_write_lease's ring branch is discarded here.
+template <typename Handler, typename Lease>
+class uring_send_op;
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP

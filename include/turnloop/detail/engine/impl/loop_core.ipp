@@ -18,7 +18,7 @@
 
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
-#include <turnloop/detail/uring/uring_ring.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/loop_stats.hpp>
 
 #include <turnloop/detail/asio.hpp>
@@ -58,15 +58,13 @@ TURNLOOP_DECL void loop_core::start()
   if (config_.pooled_io == io_path::io_uring)
   {
     int error = 0;
-    uring_ring* probe = uring_ring::create(1, error);
-    if (!probe)
+    if (!pool_ring::probe(error))
     {
       throw system_error(error_code(error,
             asio::error::get_system_category()),
           "turnloop::loop: config::pooled_io is io_path::io_uring, and no "
           "io_uring with a buffer ring can be set up here");
     }
-    delete probe;
   }
 
   // The reactor must be ours before anything asks for "the reactor", and the

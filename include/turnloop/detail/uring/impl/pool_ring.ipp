@@ -5,6 +5,12 @@
 #ifndef TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
 #define TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
 
+#include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
@@ -110,6 +116,15 @@ private:
 };
 
 // --- the ring ----------------------------------------------------------------------
+
+TURNLOOP_DECL bool pool_ring::probe(int& error) noexcept
+{
+  uring_ring* ring = uring_ring::create(1, error);
+  if (!ring)
+    return false;
+  delete ring;
+  return true;
+}
 
 TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
     buffer_store& store, std::size_t ceiling, std::size_t buffer_size,
@@ -766,5 +781,7 @@ TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept
 
 } // namespace detail
 } // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
