@@ -29,9 +29,9 @@
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/pool/pollable_stream.hpp>
 #include <turnloop/detail/pool/pooled_recv_op.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
-#include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
@@ -189,7 +189,7 @@ public:
       bool& needs_buffer) noexcept
   {
     using status = asio::detail::reactor_op::status;
-    const int fd = stream_->native_handle();
+    const native_descriptor fd = stream_->native_handle();
     // A buffer is minted only for data: without a free one, a peek tells
     // first (the reactor tries a read at once, before any edge).
     if (!pool_->store_->has_free())
@@ -345,7 +345,7 @@ private:
             return complete(ec, buffer_lease()); // io_uring required
         }
         pooled_recv_op<read_pooled_op, buffer_lease>::start(std::move(*this),
-            core.reactor(), impl.socket_, impl.reactor_data_,
+            core, impl.socket_, impl.reactor_data_,
             core.running_in_this_thread());
         return;
       }

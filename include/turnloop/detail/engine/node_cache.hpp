@@ -72,7 +72,14 @@ struct thread_node_cache
   }
 };
 
-inline thread_local thread_node_cache this_thread_node_cache;
+// A function's static, not an inline variable: for an inline thread_local
+// with a destructor, MinGW-w64's GCC emits the initialisation function in
+// every unit that uses it without merging them (a link error).
+inline thread_node_cache& this_thread_node_cache() noexcept
+{
+  static thread_local thread_node_cache cache;
+  return cache;
+}
 
 class node_cache
 {
@@ -132,7 +139,7 @@ public:
     if constexpr (Bytes <= largest)
     {
       constexpr std::size_t c = class_of(Bytes);
-      thread_node_cache& t = this_thread_node_cache;
+      thread_node_cache& t = this_thread_node_cache();
       if (!t.heads[c])
       {
         // Take every batch in the slot, chained into one list.

@@ -11,11 +11,10 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(detail/socket_option.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/socket_types.hpp)
 #include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <string>
-
-#include <sys/socket.h>
 
 namespace turnloop {
 namespace detail {

@@ -11,6 +11,7 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
+#include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 #include <turnloop/detail/slot_table.hpp>
 
@@ -94,7 +95,8 @@ struct buffer_waiter
   /// emitting this signal ends the watch once the wait is over.
   asio::cancellation_signal watch;
   bool watched = false;
-  int descriptor = -1; // the read's stream, for a probe when the watch fires
+  // The read's stream, for a probe when the watch fires.
+  native_descriptor descriptor = asio::detail::invalid_socket;
 };
 
 } // namespace detail

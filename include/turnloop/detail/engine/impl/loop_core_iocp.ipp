@@ -1,0 +1,121 @@
+//
+// turnloop/detail/engine/impl/loop_core_iocp.ipp
+//
+// The Windows engine (TURNLOOP_HAS_IOCP_ENGINE, detail/platform.hpp): the
+// turn is a packet on Asio's I/O completion port (post_immediate_completion:
+// a unit of work and a PostQueuedCompletionStatus), posted at most once per
+// visit. There is no reactor to extend: I/O, timers (Asio's timer thread)
+// and the select thread Asio starts for some waits complete through the
+// port, one packet each, and their handlers run inline through the loop's
+// execute(). A cross-thread post that finds no turn queued posts one; that
+// packet is the wake. Included by loop_core.ipp.
+//
+// Invariants kept here:
+// - turn_posted_ is set by whoever posts the turn's packet, with a
+//   read-modify-write, so at most one packet is in the port; a visit clears
+//   it (turn_taken) before it looks at the cross-thread posts.
+// - After give_back_work the loop holds no unit of the context's work.
+//
+
+#ifndef TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_IOCP_IPP
+#define TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_IOCP_IPP
+
+#include <turnloop/detail/engine/loop_core.hpp>
+#include <turnloop/detail/engine/turn_iocp.hpp>
+#include <turnloop/loop_stats.hpp>
+
+#include <turnloop/detail/asio.hpp>
+
+#include <atomic>
+
+namespace turnloop {
+namespace detail {
+
+TURNLOOP_DECL void loop_core::start()
+{
+  // Right after io_context's implementation, so that its shutdown is the
+  // last before the implementation's (turn_iocp.hpp). make_service
+  // allocates it, from Asio 1.36, through the context's allocator.
+  asio::make_service<turn_iocp>(owner_, *this);
+}
+
+TURNLOOP_DECL void turn_iocp::shutdown()
+{
+  core_.drain();
+  core_.give_back_work();
+}
+
+// --- queuing the turn, waking the loop ---------------------------------------------
+
+TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
+{
+  // The load keeps a post to a loop whose turn is queued from writing the
+  // flag's cache line. It is sequentially consistent, as is what each
+  // poster counted before it (remote_pending_, remote_released_work_,
+  // sources_signalled_), and turn_taken() fences after clearing the flag:
+  // so a poster that still reads "posted" is seen by the visit that cleared
+  // it, and one that reads it clear posts the turn itself.
+  if (turn_posted_.load(std::memory_order_seq_cst)
+      || turn_posted_.exchange(true, std::memory_order_acq_rel))
+    return;
+  if (!running_in_this_thread())
+    wakes_.fetch_add(1, std::memory_order_relaxed);
+  scheduler_.post_immediate_completion(&turn_op_, false);
+}
+
+TURNLOOP_DECL void loop_core::enqueue_turn_for_nested_run() noexcept
+{
+  // The completion port has no thread-private queue to avoid.
+  enqueue_turn();
+}
+
+TURNLOOP_DECL void loop_core::notify() noexcept
+{
+  // Nobody runs a loop that is being destroyed, and the port's shutdown
+  // consumes what is in it.
+  if (stage_.load(std::memory_order_acquire) != stage::running)
+    return;
+  enqueue_turn();
+}
+
+TURNLOOP_DECL void loop_core::fill_engine_stats(loop_stats& s) const noexcept
+{
+  // No reactor: the loop waits in the port's GetQueuedCompletionStatus,
+  // inside Asio, where it does not count its waits.
+  s.reactor_runs = 0;
+  s.epoll_waits = 0;
+  s.os_waits = 0;
+}
+
+// --- destruction ---------------------------------------------------------------
+
+TURNLOOP_DECL void loop_core::give_back_work() noexcept
+{
+  // After this, no unit the loop holds for others is taken or given back:
+  // what the context's shutdown destroys next releases only the units it
+  // took directly (release_work).
+  stage_.store(stage::work_returned, std::memory_order_release);
+  // One unit covers every tracked executor made on the loop thread, those
+  // released elsewhere and not reconciled included.
+  remote_released_work_.store(0, std::memory_order_relaxed);
+  if (local_work_ > 0)
+  {
+    local_work_ = 0;
+    scheduler_.work_finished();
+  }
+  // One unit covers the cross-thread posts, which drain() has destroyed.
+  if (remote_pending_.exchange(0, std::memory_order_acq_rel) != 0)
+    scheduler_.work_finished();
+}
+
+// --- recognising a loop -----------------------------------------------------------
+
+TURNLOOP_DECL bool is_loop(asio::execution_context& ctx) noexcept
+{
+  return asio::has_service<turn_iocp>(ctx);
+}
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_IOCP_IPP
