@@ -14,8 +14,10 @@
 #include <ctime>
 #include <vector>
 
-#include <sys/socket.h>
-#include <sys/time.h>
+#if !defined(_WIN32)
+# include <sys/socket.h>
+# include <sys/time.h>
+#endif // !defined(_WIN32)
 
 #include "support.hpp"
 
@@ -41,12 +43,25 @@ inline std::vector<asio::ip::tcp::socket> connect_clients(
   return clients;
 }
 
+/// Makes a blocking read of @p client give up after the deadline.
+inline void receive_with_deadline(asio::ip::tcp::socket& client)
+{
+#if defined(_WIN32)
+  // Winsock takes milliseconds.
+  const DWORD ms = static_cast<DWORD>(deadline.count() * 1000);
+  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO,
+      reinterpret_cast<const char*>(&ms), sizeof ms);
+#else // defined(_WIN32)
+  timeval tv{static_cast<time_t>(deadline.count()), 0};
+  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+#endif // defined(_WIN32)
+}
+
 /// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
 /// timeout.
 inline bool greeted(asio::ip::tcp::socket& client)
 {
-  timeval tv{static_cast<time_t>(deadline.count()), 0};
-  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  receive_with_deadline(client);
   char c = 0;
   return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
 }

@@ -509,9 +509,7 @@ bool echoed_back(tcp::socket& client, char c)
 {
   if (::send(client.native_handle(), &c, 1, 0) != 1)
     return false;
-  timeval tv{static_cast<time_t>(test::deadline.count()), 0};
-  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv,
-      sizeof(tv));
+  test::receive_with_deadline(client);
   char back = 0;
   return ::recv(client.native_handle(), &back, 1, 0) == 1 && back == c;
 }

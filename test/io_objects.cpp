@@ -19,7 +19,9 @@
 #include <string>
 #include <type_traits>
 
-#include <unistd.h>
+#if !defined(_WIN32)
+# include <unistd.h>
+#endif // !defined(_WIN32)
 
 using turnloop::error_code;
 using executor = turnloop::loop::executor_type;
@@ -46,6 +48,7 @@ static_assert(std::is_same_v<turnloop::ip::udp::socket,
     asio::basic_datagram_socket<asio::ip::udp, executor>>);
 static_assert(std::is_same_v<turnloop::ip::udp::resolver,
     asio::ip::basic_resolver<asio::ip::udp, executor>>);
+#if !defined(_WIN32)
 static_assert(std::is_same_v<turnloop::local::stream_protocol::socket,
     asio::basic_stream_socket<asio::local::stream_protocol, executor>>);
 static_assert(std::is_same_v<turnloop::local::stream_protocol::acceptor,
@@ -54,6 +57,7 @@ static_assert(std::is_same_v<turnloop::local::datagram_protocol::socket,
     asio::basic_datagram_socket<asio::local::datagram_protocol, executor>>);
 static_assert(std::is_same_v<turnloop::posix::stream_descriptor,
     asio::posix::basic_stream_descriptor<executor>>);
+#endif // !defined(_WIN32)
 static_assert(std::is_same_v<turnloop::awaitable<int>,
     asio::awaitable<int, executor>>);
 static_assert(std::is_same_v<turnloop::use_awaitable_t,
@@ -139,6 +143,9 @@ int exercise_every_object(Context& ctx)
       [&](error_code ec, std::size_t n) { BOOST_TEST(!ec); BOOST_TEST(n == 1u); s.saw(); });
   sender.send_to(asio::buffer("u", 1), receiver.local_endpoint());
 
+  // Local sockets and pipes: POSIX's (Asio makes no socketpair on Windows,
+  // and has no POSIX descriptors there).
+#if !defined(_WIN32)
   typename objects::local::stream_protocol::socket local_a(ctx), local_b(ctx);
   asio::local::connect_pair(local_a, local_b);
   static char local_byte[1];
@@ -161,14 +168,18 @@ int exercise_every_object(Context& ctx)
   asio::async_read(pipe_in, asio::buffer(pipe_byte),
       [&](error_code ec, std::size_t) { BOOST_TEST(!ec); s.saw(); });
   asio::write(pipe_out, asio::buffer("p", 1));
+  const int signal_number = SIGUSR1;
+#else // !defined(_WIN32)
+  const int signal_number = SIGTERM; // Windows' C library raises no SIGUSR1
+#endif // !defined(_WIN32)
 
-  typename objects::signal_set signals(ctx, SIGUSR1);
+  typename objects::signal_set signals(ctx, signal_number);
   signals.async_wait([&](error_code ec, int n) {
     BOOST_TEST(!ec);
-    BOOST_TEST(n == SIGUSR1);
+    BOOST_TEST(n == signal_number);
     s.saw();
   });
-  std::raise(SIGUSR1);
+  std::raise(signal_number);
 
   // A coroutine on the context's executor, awaiting with its token.
   asio::co_spawn(ctx, [&]() -> typename objects::template awaitable<void> {
@@ -184,7 +195,11 @@ int exercise_every_object(Context& ctx)
   return s.seen;
 }
 
+#if defined(_WIN32)
+constexpr int completions = 10; // no local sockets or pipe
+#else // defined(_WIN32)
 constexpr int completions = 13;
+#endif // defined(_WIN32)
 
 } // namespace
 

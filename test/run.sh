@@ -26,7 +26,12 @@
 #      a case that tests what only epoll does is skipped there and listed
 #      as not applicable, with its reason;
 #  11. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
-#      [stdlib=libc++]), on Debian's Boost.
+#      [stdlib=libc++]), on Debian's Boost;
+#  12. Windows: every module and example cross-built with MinGW-w64
+#      (b2 target-os=windows, release, Asio's IOCP context) and run under
+#      Wine (test/wine.sh, one prefix in bin/wine-prefix), after the Linux
+#      lines; a case that tests what only Linux has is listed as not
+#      applicable, with its reason.
 # Installs what is missing first (.ci/install-deps). A build runs while the
 # previous build's programs run (see run_stages), and builds only what runs:
 # the modules named, and under TSan only those with "threads" cases. Ends
@@ -47,6 +52,7 @@
 #   TURNLOOP_REACTORS=select test/run.sh             only these reactor
 #                                    lines, of select asio-io-uring (none:
 #                                    epoll alone)
+#   TURNLOOP_WINDOWS=none test/run.sh                no Windows line
 #   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -143,11 +149,15 @@ print_timing() {
   fi
 }
 
+# How the programs of the line being run are started: directly, or (the
+# Windows line, see runs_line) through test/wine.sh, with ".exe" names.
+runner=() exe=
+
 # One module run: parses Boost.Test's XML report; a crash or a missing report
 # counts as one failed case. $1 is the directory under stage/test.
 run_module() {
   local variant=$1 module=$2; shift 2
-  local binary="stage/test/$variant/$module"
+  local binary="stage/test/$variant/$module$exe"
   local report
   if [ ! -x "$binary" ]; then
     failed=$((failed + 1)); failures+=("$variant/$module (not built)")
@@ -157,7 +167,7 @@ run_module() {
   local start=$SECONDS since=$EPOCHREALTIME
   # test_suite level: a case skipped where it does not apply (test::only_where)
   # is logged with its reason.
-  measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
+  measured "$report.cpu" timeout 900 "${runner[@]}" "$binary" --report_format=XML --report_level=short \
     --report_sink="$report" --log_level=test_suite --color_output=no "$@" \
     >"$report.log" 2>&1
   local status=$?
@@ -199,7 +209,7 @@ run_program() {
   local name start status since=$EPOCHREALTIME
   name=$(basename "$binary")
   start=$SECONDS
-  if measured "$timing/program" timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
+  if measured "$timing/program" timeout 120 "${runner[@]}" "$binary$exe" "$@" >"bin/$label-$name.log" 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
@@ -363,7 +373,9 @@ targets_line() {
     module_targets "${modules[@]}"
     [ "${line_scope[i]}" = tests ] || targets+=(example)
   fi
-  [ "${line_scope[i]}" = tests ] || ! wants headers || targets+=(headers)
+  case ${line_scope[i]} in
+    full|headers) ! wants headers || targets+=(headers) ;;
+  esac
   [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
 
@@ -431,6 +443,12 @@ runs_bench() {
 runs_line() {
   local i=$1
   local suffix=${line_suffix[i]} variant=${line_variant[i]} module
+  if [ "${line_flavour[i]}" = windows ]; then
+    runner=(test/wine.sh) exe=.exe
+    local since=$EPOCHREALTIME
+    measured "$timing/wine-init" test/wine.sh --init
+    add_phase "run $variant$suffix" "$since" "$timing/wine-init"
+  fi
   if [ "${line_scope[i]}" != headers ] && [ ${#modules[@]} -ne 0 ]; then
     for module in "${modules[@]}"; do
       if [ "$variant" = asan ]; then
@@ -444,7 +462,9 @@ runs_line() {
     [ "${line_scope[i]}" = tests ] \
       || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
   fi
-  if [ "${line_scope[i]}" != tests ] && wants headers; then
+  runner=() exe=
+  if { [ "${line_scope[i]}" = full ] || [ "${line_scope[i]}" = headers ]; } \
+      && wants headers; then
     run_headers "stage/headers$suffix" "headers$suffix"
     if [ "${line_flavour[i]}" = standalone ]; then
       run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
@@ -484,10 +504,13 @@ fi
 line_properties=() line_suffix=() line_scope=() line_flavour=()
 line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
 # add_line <label> <b2 properties> <stage suffix>
-#   <full|tests|headers> <flavour> <asio include dir> <consumers: yes|no>
-#   <compiler for checks> [<variant>, release] [<group>, a line of its own]
+#   <full|tests|programs|headers> <flavour> <asio include dir>
+#   <consumers: yes|no> <compiler for checks> [<variant>, release]
+#   [<group>, a line of its own]
 # full: modules, examples and header builds; tests: the modules alone
-# (a second variant of a line whose release stage built the rest).
+# (a second variant of a line whose release stage built the rest);
+# programs: modules and examples. Flavour boost, standalone or windows (run
+# under Wine).
 add_line() {
   local i=${#line_properties[@]} what group=${10:-line-${#line_properties[@]}}
   group_label[$group]=$1
@@ -497,6 +520,7 @@ add_line() {
   case $4 in
     full) what="tests, examples and header builds" ;;
     tests) what="tests (${9:-release})" ;;
+    programs) what="tests and examples" ;;
     *) what="header builds" ;;
   esac
   add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
@@ -571,6 +595,19 @@ for compiler in $compilers; do
        failed=$((failed + 1)); failures+=("compiler line $compiler") ;;
   esac
 done
+
+# Windows, cross-built with MinGW-w64 and run under Wine: after the Linux
+# lines, since a build for it shares the machine with their runs.
+windows=${TURNLOOP_WINDOWS:-mingw-wine}
+case $windows in
+  none) ;;
+  mingw-wine)
+    add_line "MinGW-w64 g++ $(x86_64-w64-mingw32-g++-posix -dumpversion 2>/dev/null), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Windows (IOCP), run under Wine $(/usr/lib/wine/wine64 --version 2>/dev/null | sed 's/^wine-//')" \
+      "target-os=windows" -windows programs windows /usr/include no \
+      x86_64-w64-mingw32-g++-posix ;;
+  *) echo "test/run.sh: unknown Windows line $windows (mingw-wine, none)"
+     failed=$((failed + 1)); failures+=("Windows line $windows") ;;
+esac
 
 run_stages
 # Counted after the stages, as before they ran together: in no Asio's line.

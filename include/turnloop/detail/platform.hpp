@@ -40,8 +40,12 @@
 //                                  detail/pool/impl/descriptor_read_winsock.ipp;
 //                                  elsewhere POSIX's: descriptor_read.ipp.
 //   TURNLOOP_HAS_FUTEX             a worker of the blocking pool sleeps on a
-//                                  futex (Linux); elsewhere on a C++20
-//                                  atomic wait: detail/blocking/worker_wake.hpp.
+//                                  futex (Linux); where neither this nor
+//                                  the next is defined, on a C++20 atomic
+//                                  wait: detail/blocking/worker_wake.hpp.
+//   TURNLOOP_HAS_WAIT_ON_ADDRESS   ... on WaitOnAddress (Windows 8 and later,
+//                                  _WIN32_WINNT >= 0x0602; programs link
+//                                  synchronization.lib): the same file.
 //   TURNLOOP_HAS_BALANCED_REUSEPORT
 //                                  SO_REUSEPORT spreads a port's connections
 //                                  over the sockets bound to it (Linux;
@@ -81,6 +85,10 @@
 #if defined(_WIN32) || defined(__CYGWIN__)
 # define TURNLOOP_HAS_WINSOCK 1
 #endif // defined(_WIN32) || defined(__CYGWIN__)
+
+#if defined(_WIN32) && defined(_WIN32_WINNT) && (_WIN32_WINNT >= 0x0602)
+# define TURNLOOP_HAS_WAIT_ON_ADDRESS 1
+#endif // defined(_WIN32) && defined(_WIN32_WINNT) && ...
 
 #if defined(__linux__)
 # define TURNLOOP_HAS_FUTEX 1

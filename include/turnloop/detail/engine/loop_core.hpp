@@ -81,13 +81,19 @@ public:
   /// True where execute() may run a handler inline rather than queue it: on
   /// the loop's thread, and on the IOCP engine not once stop() is called
   /// (the packets queued ahead of io_context's stop packet still complete,
-  /// and their handlers must wait for the next run, as on POSIX).
-  bool runs_inline_here() const noexcept
+  /// and their handlers must wait for the next run, as on POSIX; each such
+  /// completion is counted, so that run() does not report it as run).
+  bool runs_inline_here() noexcept
   {
     if constexpr (has_iocp_engine)
     {
-      if (stop_requested_.load(std::memory_order_relaxed))
+      if (stop_requested_.load(std::memory_order_relaxed)
+          && running_in_this_thread())
+      {
+        if (active_visits_ == 0)
+          ++deferred_completions_;
         return false;
+      }
     }
     return running_in_this_thread();
   }
@@ -263,6 +269,7 @@ private:
     std::uint64_t visits;
     std::uint64_t handlers;
     std::uint64_t io;
+    std::uint64_t deferred;
   };
 
   // Makes the calling thread the loop's owner for one run()/poll() call, or
@@ -415,7 +422,8 @@ private:
   progress progress_now() const noexcept
   {
     return {visits_ - nested_.visits, handlers_run_ - nested_.handlers,
-      io_completions_ - nested_.io};
+      io_completions_ - nested_.io,
+      deferred_completions_ - nested_.deferred};
   }
 
   TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
@@ -444,6 +452,9 @@ private:
   std::exception_ptr pending_exception_;
   std::uint64_t handlers_run_ = 0;
   std::uint64_t io_completions_ = 0;
+  // Operations of the context that ran but queued their handler (IOCP
+  // engine, after stop(): runs_inline_here).
+  std::uint64_t deferred_completions_ = 0;
   std::uint64_t turns_ = 0;
   std::uint64_t visits_ = 0;
 #if !defined(TURNLOOP_HAS_IOCP_ENGINE)

@@ -133,6 +133,7 @@ TURNLOOP_DECL loop_core::run_scope::~run_scope()
     core_.nested_.visits += end.visits - start_.visits;
     core_.nested_.handlers += end.handlers - start_.handlers;
     core_.nested_.io += end.io - start_.io;
+    core_.nested_.deferred += end.deferred - start_.deferred;
   }
 }
 
@@ -439,9 +440,11 @@ TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
     const progress& before) const noexcept
 {
   // The scheduler counts a visit as one operation and does not see I/O
-  // completed in the reactor step; report handlers instead.
+  // completed in the reactor step; report handlers instead. An operation
+  // whose handler was queued, not run, is not one.
   const progress now = progress_now();
-  const std::uint64_t visits = now.visits - before.visits;
+  const std::uint64_t visits = now.visits - before.visits
+    + (now.deferred - before.deferred);
   const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
   return static_cast<std::size_t>(others + (now.handlers - before.handlers)
       + (now.io - before.io));
