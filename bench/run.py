@@ -103,6 +103,20 @@ def pooled_rows(name, subcommand, sizes, metrics, description, args,
                      args={**args, "config": "pooled_epoll"})]
 
 
+def typed(w):
+    """@p w again with its I/O objects typed on the context's own executor
+    (turnloop/io_objects.hpp): the *_typed subcommand, named name_typed."""
+    return Workload(w.name + "_typed", w.family, w.program,
+                    w.subcommand + "_typed", w.sizes,
+                    [Metric(m.key, m.label.replace(w.name, w.name + "_typed", 1),
+                            m.unit, m.scale, m.better, m.digits)
+                     for m in w.metrics],
+                    w.description + ", with the timer or sockets typed on "
+                    "the context's executor (turnloop::steady_timer, "
+                    "turnloop::ip::tcp::socket; io_context's own on its sides)",
+                    w.count_allocations, dict(w.args))
+
+
 def memory_pooled_rows():
     """memory_idle_connections with pooled reads on turnloop's side, once per
     config: net, then net_io_uring (through io_uring); the io_context sides

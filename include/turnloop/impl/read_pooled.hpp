@@ -309,7 +309,7 @@ private:
   static bool ring_refused(buffer_pool& pool,
       error_code& ec) noexcept
   {
-    if constexpr (reactor_socket<Stream>)
+    if constexpr (reactor_socket<Stream> && has_io_uring_path)
       if (pool.core_.runs_here())
       {
         pool.ring_for_sockets(ec);
@@ -336,13 +336,16 @@ private:
         // it has one (doc/io_uring.md); a read started elsewhere (or while
         // io_context::run() drives the loop) takes the reactor, which any
         // thread may use, and its successors the ring.
-        if (core.runs_here())
+        if constexpr (has_io_uring_path)
         {
-          if (pool_ring* ring = pool_->ring_for_sockets(ec))
-            return uring_recv_op<read_pooled_op>::start(std::move(*this),
-                *ring, impl.socket_, impl.reactor_data_, true);
-          if (ec)
-            return complete(ec, buffer_lease()); // io_uring required
+          if (core.runs_here())
+          {
+            if (pool_ring* ring = pool_->ring_for_sockets(ec))
+              return uring_recv_op<read_pooled_op>::start(std::move(*this),
+                  *ring, impl.socket_, impl.reactor_data_, true);
+            if (ec)
+              return complete(ec, buffer_lease()); // io_uring required
+          }
         }
         pooled_recv_op<read_pooled_op, buffer_lease>::start(std::move(*this),
             core.reactor(), impl.socket_, impl.reactor_data_,

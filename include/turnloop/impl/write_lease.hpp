@@ -95,7 +95,8 @@ public:
   {
     using handler_type = std::decay_t<Handler>;
     const executor_type io_ex = stream_.get_executor();
-    if constexpr (reactor_socket<Stream>)
+    // Through the pool's io_uring, where this build has one.
+    if constexpr (reactor_socket<Stream> && has_io_uring_path)
     {
       buffer_pool* pool = buffer_pool_of_executor(io_ex);
       if (pool && lease && pool->core_.runs_here())
