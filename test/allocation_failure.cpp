@@ -700,7 +700,13 @@ struct fail_large
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memory)
+namespace {
+const char* const ring_only = "turnloop's io_uring path needs Linux with "
+  "Asio's epoll reactor";
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memory,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -734,7 +740,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memo
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call)
+BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -774,7 +781,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call)
   BOOST_TEST((pool.stats().path == turnloop::io_path::io_uring));
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_call)
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_call,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -818,7 +826,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_ca
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -852,7 +861,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_de
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_write_that_cannot_be_recorded_is_refused_at_the_call_and_its_lease_returns)
+BOOST_AUTO_TEST_CASE(a_ring_write_that_cannot_be_recorded_is_refused_at_the_call_and_its_lease_returns,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;

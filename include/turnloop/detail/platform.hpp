@@ -50,9 +50,9 @@
 # define TURNLOOP_REACTOR_NAME "kqueue"
 #elif defined(TURNLOOP_ASIO_HAS_DEV_POLL)
 # define TURNLOOP_REACTOR_NAME "/dev/poll"
-#else
+#else // no other reactor: Asio's select reactor
 # define TURNLOOP_REACTOR_NAME "select"
-#endif
+#endif // defined(TURNLOOP_ASIO_HAS_IOCP) ...
 
 #if defined(__linux__)
 # define TURNLOOP_HAS_FUTEX 1
