@@ -318,6 +318,12 @@ WORKLOADS = [
     *memory_pooled_rows(),
 ]
 
+# The rows that have a *_typed twin (typed()), which follows each of them.
+TYPED_ROWS = ("timer_chain", "timer_arm_cancel", "timer_million",
+              "tcp_ping_pong", "tcp_echo", "tcp_http")
+WORKLOADS = [v for w in WORKLOADS
+             for v in ([w, typed(w)] if w.name in TYPED_ROWS else [w])]
+
 # The idle-context rows: (context column, config column, side, arguments).
 # turnloop builds its reactor in its constructor, io_context with the first
 # I/O object: the "+ steady_timer" row includes it for comparison.
