@@ -154,9 +154,11 @@ BOOST_AUTO_TEST_CASE(echo_over_many_connections_with_few_buffers_is_byte_exact)
 // without running it: the handler is destroyed unrun, and the buffer freed
 // with the pool (AddressSanitizer's leak check sees the rest).
 BOOST_AUTO_TEST_CASE(a_read_performed_but_not_delivered_dies_with_its_loop,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select"
+        && std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
       "a read is performed at its start only by a reactor that tries it "
-      "speculatively; select performs it after select() reports the socket"))
+      "speculatively; select performs it after select() reports the socket, "
+      "and on Asio's io_uring backend a pooled read waits for readiness first"))
 {
   auto alive = std::make_shared<int>(0);
   std::weak_ptr<int> watch = alive;
