@@ -36,23 +36,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRAMS = os.path.join(ROOT, "stage", "bench")  # see build_suffix()
 ASIO = None  # --asio: the other Asio the programs were built against
 COMPILER = None  # --compiler: clang or clang-libc++ (None: g++)
+REACTOR = None  # --reactor: select or asio-io-uring (None: epoll)
 
 
 def build_suffix():
-    """What b2's stage-location (Jamroot) appends for --asio and --compiler."""
+    """What b2's stage-location (Jamroot) appends for --asio, --compiler and
+    --reactor."""
     suffix = f"-asio-{ASIO}" if ASIO else ""
     if COMPILER:
         suffix += "-clang" + ("-libc++" if COMPILER == "clang-libc++" else "")
+    if REACTOR:
+        suffix += f"-{REACTOR}"
     return suffix
 
 
 def b2_properties():
-    """The b2 properties of --asio and --compiler."""
+    """The b2 properties of --asio, --compiler and --reactor."""
     props = [f"asio={ASIO}"] if ASIO else []
     if COMPILER:
         props.append("toolset=clang-16")
         if COMPILER == "clang-libc++":
             props.append("stdlib=libc++")
+    if REACTOR:
+        props.append(f"reactor={REACTOR}")
     return props
 RESULTS = os.path.join(ROOT, "bench", "results")
 CHILD_TIMEOUT_S = 600
@@ -101,6 +107,20 @@ def pooled_rows(name, subcommand, sizes, metrics, description, args,
                      "(config::pooled_io = epoll)",
                      count_allocations=True,
                      args={**args, "config": "pooled_epoll"})]
+
+
+def typed(w):
+    """@p w again with its I/O objects typed on the context's own executor
+    (turnloop/io_objects.hpp): the *_typed subcommand, named name_typed."""
+    return Workload(w.name + "_typed", w.family, w.program,
+                    w.subcommand + "_typed", w.sizes,
+                    [Metric(m.key, m.label.replace(w.name, w.name + "_typed", 1),
+                            m.unit, m.scale, m.better, m.digits)
+                     for m in w.metrics],
+                    w.description + ", with the timer or sockets typed on "
+                    "the context's executor (turnloop::steady_timer, "
+                    "turnloop::ip::tcp::socket; io_context's own on its sides)",
+                    w.count_allocations, dict(w.args))
 
 
 def memory_pooled_rows():
@@ -303,6 +323,12 @@ WORKLOADS = [
              args={"buffer": 16384}),
     *memory_pooled_rows(),
 ]
+
+# The rows that have a *_typed twin (typed()), which follows each of them.
+TYPED_ROWS = ("timer_chain", "timer_arm_cancel", "timer_million",
+              "tcp_ping_pong", "tcp_echo", "tcp_http")
+WORKLOADS = [v for w in WORKLOADS
+             for v in ([w, typed(w)] if w.name in TYPED_ROWS else [w])]
 
 # The idle-context rows: (context column, config column, side, arguments).
 # turnloop builds its reactor in its constructor, io_context with the first
@@ -714,10 +740,16 @@ def main():
     parser.add_argument("--compiler", choices=("clang", "clang-libc++"),
                         help="programs built with clang-16 (and libc++); "
                              "bench/run.sh builds them")
+    parser.add_argument("--reactor", choices=("select", "asio-io-uring"),
+                        help="programs built on Asio's select reactor "
+                             "(BOOST_ASIO_DISABLE_EPOLL) or its io_uring "
+                             "backend, every side alike; bench/run.sh "
+                             "builds them")
     args = parser.parse_args()
-    global PROGRAMS, ASIO, COMPILER
+    global PROGRAMS, ASIO, COMPILER, REACTOR
     ASIO = args.asio
     COMPILER = args.compiler
+    REACTOR = args.reactor
     PROGRAMS = os.path.join(ROOT, "stage", "bench" + build_suffix())
     if args.callgrind:
         return main_callgrind(args)

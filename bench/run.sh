@@ -3,7 +3,7 @@
 # benchmark programs (release, b2), runs them and prints the report.
 #
 #   bench/run.sh [--quick|--full] [--only <workloads>] [--asio <version>]
-#                [--compiler clang|clang-libc++]
+#                [--compiler clang|clang-libc++] [--reactor select|asio-io-uring]
 #   bench/run.sh --callgrind <workloads> [--asio <version>]
 #   bench/run.sh --group [--runs N] [--only keepalive,churn,placement]
 #                                     the loop_group HTTP comparisons
@@ -13,7 +13,9 @@
 # Debian's Boost 1.81, and --asio standalone-<version> (1.26.0 to 1.38.2,
 # ../shared/asio-standalone) on standalone Asio, so the ratios can be seen
 # on the Asio a user has; --compiler on clang-16, with its libstdc++ or with
-# libc++.
+# libc++; --reactor on Asio's select reactor (BOOST_ASIO_DISABLE_EPOLL, the
+# stand-in for every reactor without epoll) or its io_uring backend (Asio
+# 1.28 or newer: with --asio), every side alike.
 #
 # Results (JSON with every run, an SVG chart) go to bench/results/.
 # doc/benchmarks.md describes the method and every workload.
@@ -26,6 +28,7 @@ cd "$root"
 
 asio=()
 compiler=()
+reactor=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case "${args[i]}" in
@@ -39,6 +42,13 @@ for ((i = 0; i < ${#args[@]}; i++)); do
         clang-libc++) compiler=(toolset=clang-16 stdlib=libc++) ;;
         *) echo "bench/run.sh: --compiler takes clang or clang-libc++" >&2; exit 2 ;;
       esac ;;
+    --reactor|--reactor=*)
+      name=${args[i]#--reactor=}
+      [ "$name" != --reactor ] || name=${args[i + 1]:-}
+      case $name in
+        select|asio-io-uring) reactor=("reactor=$name") ;;
+        *) echo "bench/run.sh: --reactor takes select or asio-io-uring" >&2; exit 2 ;;
+      esac ;;
   esac
 done
 if [ ${#asio[@]} -ne 0 ]; then
@@ -46,8 +56,8 @@ if [ ${#asio[@]} -ne 0 ]; then
 fi
 
 mkdir -p bench/results
-echo "building the benchmarks (b2 -j2 bench ${asio[*]} ${compiler[*]}, release)..." >&2
-if ! b2 -j2 bench "${asio[@]}" "${compiler[@]}" > bench/results/build.log 2>&1; then
+echo "building the benchmarks (b2 -j2 bench ${asio[*]} ${compiler[*]} ${reactor[*]}, release)..." >&2
+if ! b2 -j2 bench "${asio[@]}" "${compiler[@]}" "${reactor[@]}" > bench/results/build.log 2>&1; then
   tail -n 40 bench/results/build.log >&2
   echo "build failed; full log: bench/results/build.log" >&2
   exit 1

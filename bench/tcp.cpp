@@ -5,12 +5,16 @@
 // context, or the client on a second thread with its own context of the same
 // type), echo throughput over many connections (also with turnloop's pooled
 // reads on the server), accept churn, and an HTTP/1.1 keep-alive request
-// loop (also with pooled reads).
+// loop (also with pooled reads). Ping-pong, echo and HTTP also with the
+// sockets typed on the context's own executor (the *_typed subcommands:
+// turnloop::ip::tcp::socket on a loop, io_objects of io_context's executor
+// on io_context) instead of Asio's tcp::socket (any_io_executor).
 //
 
 #include "support/driver.hpp"
 
 #include <turnloop/buffer_pool.hpp>
+#include <turnloop/io_objects.hpp>
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/write_lease.hpp>
 
@@ -52,15 +56,24 @@ void fill_message(std::vector<char>& message, std::uint64_t sequence)
       message.size());
 }
 
-// n connected pairs, set up synchronously before any context runs: the
-// kernel completes each handshake into the listen backlog, so connect then
-// accept needs no event loop. Setup is not part of any measurement.
-template <typename Context>
+// The socket a workload uses on a context of type Context: Asio's own
+// (any_io_executor), or (Typed) the one typed on the context's executor.
+template <bool Typed, typename Context>
+using socket_for = std::conditional_t<Typed,
+  typename turnloop::io_objects<typename Context::executor_type>::ip::tcp::socket,
+  tcp::socket>;
+
+// n connected pairs of Sockets, set up synchronously before any context
+// runs: the kernel completes each handshake into the listen backlog, so
+// connect then accept needs no event loop. Setup is not part of any
+// measurement.
+template <typename Socket>
 struct connected_pairs
 {
-  std::vector<tcp::socket> servers;
-  std::vector<tcp::socket> clients;
+  std::vector<Socket> servers;
+  std::vector<Socket> clients;
 
+  template <typename Context>
   connected_pairs(Context& server_ctx, Context& client_ctx, std::size_t n)
   {
     tcp::acceptor acceptor(server_ctx, loopback());
@@ -68,20 +81,24 @@ struct connected_pairs
     clients.reserve(n);
     for (std::size_t i = 0; i != n; ++i)
     {
-      tcp::socket& c = clients.emplace_back(client_ctx);
+      Socket& c = clients.emplace_back(client_ctx);
       c.connect(acceptor.local_endpoint());
       c.set_option(tcp::no_delay(true));
-      tcp::socket& s = servers.emplace_back(acceptor.accept());
+      Socket& s = servers.emplace_back(server_ctx);
+      acceptor.accept(s);
       s.set_option(tcp::no_delay(true));
     }
   }
 };
 
 // Echoes whatever arrives until the peer shuts its side down.
+template <typename Socket>
 class echo_session
 {
 public:
-  echo_session(tcp::socket& socket, std::size_t buffer_size)
+  using socket_type = Socket;
+
+  echo_session(Socket& socket, std::size_t buffer_size)
     : socket_(socket),
       buffer_(buffer_size)
   {
@@ -122,7 +139,7 @@ private:
         });
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::vector<char> buffer_;
   std::uint64_t bytes_ = 0;
   bool ended_cleanly_ = false;
@@ -134,6 +151,8 @@ private:
 class pooled_echo_session
 {
 public:
+  using socket_type = tcp::socket;
+
   pooled_echo_session(tcp::socket& socket, std::size_t)
     : socket_(socket)
   {
@@ -265,10 +284,11 @@ private:
 
 // Sends a message, waits for its echo, checks it, repeats; shuts its
 // sending side down after the last one.
+template <typename Socket>
 class echo_client
 {
 public:
-  echo_client(tcp::socket& socket, std::size_t message_size,
+  echo_client(Socket& socket, std::size_t message_size,
       std::uint64_t messages, client_fleet& fleet)
     : socket_(socket),
       out_(message_size),
@@ -339,7 +359,7 @@ private:
     socket_.close(ignored);
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::vector<char> out_;
   std::vector<char> in_;
   std::uint64_t target_;
@@ -411,7 +431,9 @@ double percentile_us(std::vector<std::int64_t>& samples, double fraction)
 // One connection, one 64-byte message in flight. The median and the 99th
 // percentile come from the per-round-trip samples of this run.
 // With `pooled`, turnloop's server reads with async_read_pooled and writes
-// the lease back (the io_context sides run the stock server).
+// the lease back (the io_context sides run the stock server). Typed: every
+// socket typed on the context's executor.
+template <bool Typed>
 struct ping_pong
 {
   bool client_on_own_thread;
@@ -421,7 +443,8 @@ struct ping_pong
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<echo_session<socket>, pooled_echo_session>(
         *this, pooled, make, o, r);
   }
 
@@ -436,10 +459,11 @@ struct ping_pong
     auto client_ctx = client_on_own_thread ? make() : nullptr;
     auto& cctx = client_on_own_thread ? *client_ctx : *server_ctx;
 
-    connected_pairs pair(*server_ctx, cctx, 1);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pair(*server_ctx, cctx, 1);
     Session server(pair.servers[0], size);
     client_fleet fleet(1, warmup, r);
-    echo_client client(pair.clients[0], size, warmup + n, fleet);
+    echo_client<socket> client(pair.clients[0], size, warmup + n, fleet);
     client.record_round_trips();
     server.start();
     client.start();
@@ -475,6 +499,8 @@ struct ping_pong
 // thread with their own context of the same type. With `pooled`, turnloop's
 // server reads with async_read_pooled, and the io_context sides, which have
 // no pooled reads, run the stock server: the row compares the two.
+// Typed: every socket typed on the context's executor.
+template <bool Typed>
 struct echo
 {
   bool pooled;
@@ -483,7 +509,8 @@ struct echo
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<echo_session<socket>, pooled_echo_session>(
         *this, pooled, make, o, r);
   }
 
@@ -498,15 +525,16 @@ struct echo
     auto server_ctx = make();
     auto client_ctx = make();
 
-    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
     std::vector<std::unique_ptr<Session>> servers;
-    std::vector<std::unique_ptr<echo_client>> clients;
+    std::vector<std::unique_ptr<echo_client<socket>>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
       servers.push_back(std::make_unique<Session>(pairs.servers[i], size));
-      clients.push_back(std::make_unique<echo_client>(pairs.clients[i], size,
-            warmup + per_connection, fleet));
+      clients.push_back(std::make_unique<echo_client<socket>>(pairs.clients[i],
+            size, warmup + per_connection, fleet));
     }
 
     run_sessions(*server_ctx, *client_ctx, servers, clients);
@@ -758,10 +786,13 @@ constexpr std::string_view http_response =
   "Connection: keep-alive\r\n\r\nHello, world!";
 
 // Reads a request head, checks it, writes the fixed response, repeats.
+template <typename Socket>
 class http_server_session
 {
 public:
-  explicit http_server_session(tcp::socket& socket)
+  using socket_type = Socket;
+
+  explicit http_server_session(Socket& socket)
     : socket_(socket)
   {
     in_.reserve(1024);
@@ -803,7 +834,7 @@ public:
   }
 
 private:
-  tcp::socket& socket_;
+  Socket& socket_;
   std::string in_;
   std::uint64_t requests_ = 0;
   bool ended_cleanly_ = false;
@@ -815,6 +846,8 @@ private:
 class pooled_http_server_session
 {
 public:
+  using socket_type = tcp::socket;
+
   explicit pooled_http_server_session(tcp::socket& socket)
     : socket_(socket)
   {
@@ -888,10 +921,11 @@ private:
 
 // Sends a request, reads the head, then the body its Content-Length
 // announces, checks both, repeats.
+template <typename Socket>
 class http_client_session
 {
 public:
-  http_client_session(tcp::socket& socket, std::uint64_t requests,
+  http_client_session(Socket& socket, std::uint64_t requests,
       client_fleet& fleet)
     : socket_(socket),
       target_(requests),
@@ -953,7 +987,7 @@ private:
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::uint64_t target_;
   client_fleet& fleet_;
   std::uint64_t sent_ = 0;
@@ -962,7 +996,9 @@ private:
 };
 
 // With `pooled`, turnloop's server reads with async_read_pooled; the
-// io_context sides run the stock server, as in echo.
+// io_context sides run the stock server, as in echo. Typed: every socket
+// typed on the context's executor.
+template <bool Typed>
 struct http
 {
   bool pooled;
@@ -971,7 +1007,8 @@ struct http
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<http_server_session,
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<http_server_session<socket>,
         pooled_http_server_session>(*this, pooled, make, o, r);
   }
 
@@ -985,15 +1022,16 @@ struct http
     auto server_ctx = make();
     auto client_ctx = make();
 
-    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
     std::vector<std::unique_ptr<Session>> servers;
-    std::vector<std::unique_ptr<http_client_session>> clients;
+    std::vector<std::unique_ptr<http_client_session<socket>>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
       servers.push_back(std::make_unique<Session>(pairs.servers[i]));
-      clients.push_back(std::make_unique<http_client_session>(pairs.clients[i],
-            warmup + per_connection, fleet));
+      clients.push_back(std::make_unique<http_client_session<socket>>(
+            pairs.clients[i], warmup + per_connection, fleet));
     }
 
     run_sessions(*server_ctx, *client_ctx, servers, clients);
@@ -1029,13 +1067,16 @@ struct http
 int main(int argc, char** argv)
 {
   return bench::run_program(argc, argv, {
-    {"ping_pong", bench::on_each_side(ping_pong{false})},
-    {"ping_pong_threads", bench::on_each_side(ping_pong{true})},
-    {"ping_pong_pooled", bench::on_each_side(ping_pong{false, true})},
-    {"echo", bench::on_each_side(echo{false})},
-    {"echo_pooled", bench::on_each_side(echo{true})},
+    {"ping_pong", bench::on_each_side(ping_pong<false>{false})},
+    {"ping_pong_threads", bench::on_each_side(ping_pong<false>{true})},
+    {"ping_pong_pooled", bench::on_each_side(ping_pong<false>{false, true})},
+    {"echo", bench::on_each_side(echo<false>{false})},
+    {"echo_pooled", bench::on_each_side(echo<false>{true})},
     {"accept_churn", bench::on_each_side(accept_churn{})},
-    {"http", bench::on_each_side(http{false})},
-    {"http_pooled", bench::on_each_side(http{true})},
+    {"http", bench::on_each_side(http<false>{false})},
+    {"http_pooled", bench::on_each_side(http<false>{true})},
+    {"ping_pong_typed", bench::on_each_side(ping_pong<true>{false})},
+    {"echo_typed", bench::on_each_side(echo<true>{false})},
+    {"http_typed", bench::on_each_side(http<true>{false})},
   });
 }

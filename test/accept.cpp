@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -435,7 +436,11 @@ BOOST_AUTO_TEST_CASE(a_waiting_accept_is_cancelled_by_closing_the_acceptor)
   BOOST_TEST(operations_in_use(t.l) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_cancel_just_before_a_handle_is_released_still_cancels)
+BOOST_AUTO_TEST_CASE(a_cancel_just_before_a_handle_is_released_still_cancels,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+        "Asio's io_uring backend ends a cancelled wait only when the kernel "
+        "answers, so an accept resumed in the handler that cancelled can take "
+        "its connection first, as an accept in flight there can"))
 {
   // In one handler: the acceptor is cancelled while the accept waits, then
   // a handle is released to it. Asio reports the cancel only through a

@@ -11,6 +11,7 @@
 
 #include "asio.hpp"
 
+#include <cerrno>
 #include <ctime>
 #include <vector>
 
@@ -63,7 +64,14 @@ inline bool greeted(asio::ip::tcp::socket& client)
 {
   receive_with_deadline(client);
   char c = 0;
-  return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
+  // With a receive timeout, a signal (or, on Asio's io_uring backend, the
+  // kernel's notice of a completion to this thread's ring) ends recv() with
+  // EINTR instead of restarting it.
+  ssize_t got;
+  do
+    got = ::recv(client.native_handle(), &c, 1, 0);
+  while (got < 0 && errno == EINTR);
+  return got == 1 && c == 'x';
 }
 
 } // namespace test

@@ -138,3 +138,34 @@ BOOST_AUTO_TEST_CASE(the_loop_constructor_refuses_an_invalid_config)
     BOOST_TEST(std::string(e.what()).find("events_per_turn") != std::string::npos);
   }
 }
+
+BOOST_AUTO_TEST_CASE(io_uring_is_refused_by_name_where_the_build_has_no_io_uring_path)
+{
+  // Linux with Asio's epoll reactor has turnloop's io_uring path
+  // (detail/platform.hpp); anywhere else a config that requires it is
+  // invalid, and says why, rather than quietly reading through the reactor.
+  turnloop::config c;
+  c.pooled_io = turnloop::io_path::io_uring;
+  turnloop::error_code ec;
+  c.validate(ec);
+  if (turnloop::detail::has_io_uring_path)
+  {
+    BOOST_TEST(!ec);
+    return;
+  }
+  BOOST_TEST(ec == turnloop::error::invalid_config);
+  try
+  {
+    c.validate();
+    BOOST_ERROR("validate() accepted io_path::io_uring");
+  }
+  catch (const turnloop::system_error& e)
+  {
+    BOOST_TEST(e.code() == turnloop::error::invalid_config);
+    const std::string what = e.what();
+    BOOST_TEST(what.find("pooled_io") != std::string::npos);
+    BOOST_TEST(what.find(TURNLOOP_REACTOR_NAME) != std::string::npos);
+  }
+  c.pooled_io = turnloop::io_path::automatic;
+  BOOST_CHECK_NO_THROW(c.validate());
+}

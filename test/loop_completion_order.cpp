@@ -19,6 +19,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -152,13 +153,16 @@ turnloop::config budget_of(std::size_t events)
 namespace {
 
 // Runs @p scenario on io_context, which must give @p expected, then on a loop,
-// which must give the same.
+// which must give the same. @p expected is what the reactors give; Asio's
+// io_uring backend orders completions as the kernel reports them, so there
+// the loop must give io_context's order, whatever it is.
 template <typename Scenario>
 void same_order_as_io_context(Scenario scenario, const sequence& expected)
 {
   asio::io_context ioc(1);
   const sequence stock = scenario(ioc);
-  BOOST_TEST(stock == expected, boost::test_tools::per_element());
+  if (std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring")
+    BOOST_TEST(stock == expected, boost::test_tools::per_element());
 
   turnloop::loop l;
   const sequence ours = scenario(l);

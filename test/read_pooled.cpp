@@ -35,6 +35,7 @@
 #include <cstring>
 #include <future>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -483,7 +484,11 @@ BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset)
+BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
+      "select reports a reset as readable, not in its except set, so the "
+      "wait_error watch of a read waiting for a buffer does not see it: that "
+      "read learns of the reset when it gets a buffer"))
 {
   tcp_fixture f(pool_config(1));
   read_result r;

@@ -55,6 +55,9 @@ BOOST_AUTO_TEST_CASE(this_module_tests_what_only_linux_has,
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
+// The whole module is about turnloop's io_uring path (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 using asio::ip::tcp;
 using turnloop::error_code;
 using turnloop::buffer_lease;
@@ -1209,5 +1212,16 @@ BOOST_AUTO_TEST_CASE(reads_started_while_buffers_come_back_wait_for_them)
   l.poll();
   BOOST_TEST(pool.stats().leased == 0u);
 }
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+BOOST_AUTO_TEST_CASE(turnloops_io_uring_path,
+    * test::only_where(false, "turnloop's io_uring path needs Linux with "
+      "Asio's epoll reactor; without it config::pooled_io = io_uring is "
+      "refused (test/config.cpp)"))
+{
+}
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // defined(_WIN32)

@@ -57,6 +57,9 @@ BOOST_AUTO_TEST_CASE(this_module_tests_what_only_linux_has,
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
+// The whole module is about turnloop's io_uring path (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 namespace {
 
 std::atomic<unsigned long> epoll_wait_calls{0};
@@ -391,5 +394,16 @@ BOOST_AUTO_TEST_CASE(under_valgrind_the_loop_waits_in_epoll)
   BOOST_TEST((pool.stats().path == io_path::io_uring));
   BOOST_TEST(!pool.stats().io_uring_waits);
 }
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+BOOST_AUTO_TEST_CASE(turnloops_io_uring_path,
+    * test::only_where(false, "turnloop's io_uring path needs Linux with "
+      "Asio's epoll reactor; without it config::pooled_io = io_uring is "
+      "refused (test/config.cpp)"))
+{
+}
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // defined(_WIN32)

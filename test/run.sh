@@ -12,24 +12,26 @@
 #   7. the benchmark suite's quick mode once, to prove it still works (a
 #      benchmark is not a test: only its own checks of the work done count);
 # That is the reference line: g++, Debian's Boost 1.81 (Asio 1.26), epoll.
-# Then the other lines, each every module, example and header build,
-# release, and what runs of them:
-#   8. each newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks
-#      them; b2 asio=<version> puts them in front of Debian's Boost);
+# Then the other lines of the matrix (the table above add_line's calls):
+# each puts a few dimensions together (a compiler, an Asio flavour and
+# version, a reactor), so that every one is built and run somewhere:
+#   8. Boost.Asio 1.38.2 (the newest), and the versions between 1.26 and it
+#      in ../shared/asio/ (.ci/asio-headers unpacks them; b2 asio=<version>
+#      puts them in front of Debian's Boost);
 #   9. standalone Asio (../shared/asio-standalone/, b2
 #      asio=standalone-<version>): the oldest and the newest in full, with
-#      the check that no turnloop header includes Boost and the consumer
-#      builds; the versions between, the header builds only;
+#      the check that no turnloop header includes Boost, and the consumer
+#      builds; the versions between, compiled;
 #  10. Asio's select reactor (b2 reactor=select, BOOST_ASIO_DISABLE_EPOLL),
 #      the stand-in for kqueue, /dev/poll and select, release and
 #      ASan+UBSan; and Asio's io_uring backend (b2 reactor=asio-io-uring);
 #      a case that tests what only epoll does is skipped there and listed
 #      as not applicable, with its reason;
 #  11. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
-#      [stdlib=libc++]), on Debian's Boost;
+#      [stdlib=libc++]);
 #  12. Windows: every module and example cross-built with MinGW-w64
-#      (b2 target-os=windows, release, Asio's IOCP context) and run under
-#      Wine (test/wine.sh, one prefix in bin/wine-prefix), after the Linux
+#      (b2 target-os=windows, Asio's IOCP context) and run under Wine
+#      (test/wine.sh, one prefix in bin/wine-prefix), after the Linux
 #      lines; a case that tests what only Linux has is listed as not
 #      applicable, with its reason.
 # Installs what is missing first (.ci/install-deps). A build runs while the
@@ -42,17 +44,9 @@
 #   test/run.sh                     everything
 #   test/run.sh loop loop_io        only these modules (no benchmark)
 #   test/run.sh headers consumers   only the header and consumer builds
-#   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer
-#                                    Boost.Asios (none: no newer one)
-#   TURNLOOP_STANDALONE="1.38.2" test/run.sh        only these standalone
-#                                    Asios (none: no standalone line)
-#   TURNLOOP_COMPILERS=clang-libc++ test/run.sh      only these compiler
-#                                    lines, of clang clang-libc++ (none: g++
-#                                    alone)
-#   TURNLOOP_REACTORS=select test/run.sh             only these reactor
-#                                    lines, of select asio-io-uring (none:
-#                                    epoll alone)
-#   TURNLOOP_WINDOWS=none test/run.sh                no Windows line
+#   TURNLOOP_LINES="select asio-io-uring" test/run.sh
+#                                   the reference line and only these lines
+#                                   (none: the reference line alone)
 #   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -176,7 +170,10 @@ run_module() {
     'BEGIN { printf "%.1f", e - s }') $(cpu_in "$report.cpu")")
   local ok bad skipped
   ok=$(grep -o 'test_cases_passed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
-  skipped=$(grep -o 'test_cases_skipped="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
+  # Not applicable: the cases test::only_where skipped, with their reasons
+  # (not those a --run_test filter left out, which the report also counts
+  # as skipped).
+  skipped=$(grep -c 'is skipped because precondition failed' "$report.log")
   bad=$(grep -o 'test_cases_failed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   aborted=$(grep -o 'test_cases_aborted="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   if [ -z "$ok" ]; then
@@ -369,13 +366,18 @@ targets_bench() { targets=(bench); }
 # modules, examples and header builds, release, with its b2 properties.
 targets_line() {
   local i=$1
-  if [ "${line_scope[i]}" != headers ] && [ ${#modules[@]} -ne 0 ]; then
-    module_targets "${modules[@]}"
-    [ "${line_scope[i]}" = tests ] || targets+=(example)
+  if [ "${line_scope[i]}" = compile ]; then
+    ! wants headers || targets+=(test/headers//stage-header-only)
+  else
+    if [ ${#modules[@]} -ne 0 ]; then
+      module_targets "${modules[@]}"
+      [ "${line_scope[i]}" = tests ] || targets+=(example)
+    fi
+    case ${line_scope[i]} in
+      tests|programs) ;;
+      *) ! wants headers || targets+=(headers) ;;
+    esac
   fi
-  case ${line_scope[i]} in
-    full|headers) ! wants headers || targets+=(headers) ;;
-  esac
   [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
 
@@ -443,13 +445,22 @@ runs_bench() {
 runs_line() {
   local i=$1
   local suffix=${line_suffix[i]} variant=${line_variant[i]} module
+  if [ "${line_scope[i]}" = compile ]; then
+    if wants headers; then
+      run_program "headers$suffix" "stage/headers$suffix/headers_header_only"
+      [ "${line_flavour[i]}" != standalone ] \
+        || run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
+          ${line_compiler[i]}
+    fi
+    return
+  fi
   if [ "${line_flavour[i]}" = windows ]; then
     runner=(test/wine.sh) exe=.exe
     local since=$EPOCHREALTIME
     measured "$timing/wine-init" test/wine.sh --init
     add_phase "run $variant$suffix" "$since" "$timing/wine-init"
   fi
-  if [ "${line_scope[i]}" != headers ] && [ ${#modules[@]} -ne 0 ]; then
+  if [ ${#modules[@]} -ne 0 ]; then
     for module in "${modules[@]}"; do
       if [ "$variant" = asan ]; then
         ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
@@ -463,8 +474,7 @@ runs_line() {
       || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
   fi
   runner=() exe=
-  if { [ "${line_scope[i]}" = full ] || [ "${line_scope[i]}" = headers ]; } \
-      && wants headers; then
+  if [ "${line_scope[i]}" = full ] && wants headers; then
     run_headers "stage/headers$suffix" "headers$suffix"
     if [ "${line_flavour[i]}" = standalone ]; then
       run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
@@ -504,13 +514,13 @@ fi
 line_properties=() line_suffix=() line_scope=() line_flavour=()
 line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
 # add_line <label> <b2 properties> <stage suffix>
-#   <full|tests|programs|headers> <flavour> <asio include dir>
+#   <full|tests|programs|compile> <flavour> <asio include dir>
 #   <consumers: yes|no> <compiler for checks> [<variant>, release]
 #   [<group>, a line of its own]
-# full: modules, examples and header builds; tests: the modules alone
-# (a second variant of a line whose release stage built the rest);
-# programs: modules and examples. Flavour boost, standalone or windows (run
-# under Wine).
+# full: modules, examples and header builds; tests: the modules alone;
+# programs: modules and examples; compile: the header-only header build
+# alone (every public header in a unit of its own, with turnloop's bodies).
+# Flavour boost, standalone or windows (run under Wine).
 add_line() {
   local i=${#line_properties[@]} what group=${10:-line-${#line_properties[@]}}
   group_label[$group]=$1
@@ -521,93 +531,102 @@ add_line() {
     full) what="tests, examples and header builds" ;;
     tests) what="tests (${9:-release})" ;;
     programs) what="tests and examples" ;;
-    *) what="header builds" ;;
+    *) what="header-only header builds" ;;
   esac
   add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
     "runs_line $i" "$group"
 }
 
-# Newer Boost.Asio in front of Debian's Boost, and standalone Asio: the
-# archives are unpacked first (a failure is counted after the stages).
-boost_asios=${TURNLOOP_ASIO_VERSIONS:-1.83 1.87 1.89 1.90 1.38.2}
-standalone_asios=${TURNLOOP_STANDALONE:-1.26.0 1.28.2 1.30.2 1.34.2 1.36.0 1.38.2}
-[ "$boost_asios" != none ] || boost_asios=
-[ "$standalone_asios" != none ] || standalone_asios=
-wanted_headers=$boost_asios
-for version in $standalone_asios; do
-  wanted_headers+=" standalone-$version"
+# The matrix's other lines. A dimension needs no line of its own: each line
+# below puts a few together, so that every Asio flavour and version,
+# compiler and reactor is built, and all but the versions between the
+# oldest and the newest run the whole release suite somewhere, in about
+# the time of the reference line twice over. Release lines other than the
+# reference build at -O1 (b2 optimization=minimal): the same code and
+# checks, a third less compile time; -O3 and the sanitizers are the
+# reference line's.
+#
+#   name                       compiler       Asio                  reactor   what
+#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     full
+#   standalone-1.38.2          clang+libc++   standalone 1.38.2     epoll     full, Boost-free check, consumers
+#   standalone-1.26.0          clang          standalone 1.26.0     epoll     full, Boost-free check
+#   select                     g++            Boost.Asio 1.28.2     select    full
+#   select-asan                g++            Boost.Asio 1.36.0     select    tests, ASan+UBSan
+#   asio-io-uring              g++            Boost.Asio 1.38.0     io_uring  tests (Asio's io_uring backend)
+#   boost-1.87, standalone-1.28.2 standalone-1.30.2 standalone-1.34.2
+#   standalone-1.36.0          g++            the versions between  epoll     compiled: every header alone, header-only
+#   windows                    MinGW-w64 g++  Debian's Boost 1.81   IOCP      tests and examples, run under Wine
+#
+# TURNLOOP_LINES picks lines by name (none: the reference line alone).
+all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0 windows"
+lines=${TURNLOOP_LINES:-$all_lines}
+[ "$lines" != none ] || lines=
+# The Asio headers the lines need, unpacked first (.ci/asio-headers; a
+# failure is counted after the stages).
+wanted_headers=
+for name in $lines; do
+  case $name in
+    boost-1.38.2) wanted_headers+=" 1.38.2" ;;
+    standalone-*) wanted_headers+=" $name" ;;
+    select) wanted_headers+=" 1.83" ;;
+    select-asan) wanted_headers+=" 1.89" ;;
+    asio-io-uring) wanted_headers+=" 1.90" ;;
+    boost-*) wanted_headers+=" ${name#boost-}" ;;
+  esac
 done
 if [ -n "$wanted_headers" ] && ! .ci/asio-headers $wanted_headers >/dev/null; then
   asio_headers_failed=yes
-  boost_asios= standalone_asios=
+  lines=
 fi
-for version in $boost_asios; do
-  dir=bin/asio-$version/include
-  add_line "g++ $(g++ -dumpversion), Boost.Asio $(asio_version_in "$dir") (asio=$version)" \
-    "asio=$version" "-asio-$version" full boost "$dir" no g++
-done
-# The oldest and the newest standalone Asio in full, the newest with the
-# consumer builds; the others' header builds.
-oldest=${standalone_asios%% *} newest=${standalone_asios##* }
-for version in $standalone_asios; do
-  dir=bin/asio-standalone-$version/include
-  scope=headers consumers=no
-  if [ "$version" = "$oldest" ] || [ "$version" = "$newest" ]; then
-    scope=full
-  fi
-  [ "$version" != "$newest" ] || consumers=yes
-  add_line "g++ $(g++ -dumpversion), standalone Asio $(asio_version_in "$dir") (asio=standalone-$version)" \
-    "asio=standalone-$version" "-asio-standalone-$version" "$scope" standalone \
-    "$dir" "$consumers" g++
-done
-# Asio's other tasks on Linux: the select reactor (the stand-in for every
-# reactor without epoll: kqueue, /dev/poll, select), release and ASan+UBSan;
-# Asio's io_uring backend, release.
-reactors=${TURNLOOP_REACTORS:-select asio-io-uring}
-[ "$reactors" != none ] || reactors=
-for reactor in $reactors; do
-  case $reactor in
+gxx="g++ $(g++ -dumpversion)" clang="clang $(clang++-16 -dumpversion)"
+boost_label() { echo "Boost.Asio $(asio_version_in "bin/asio-$1/include") (asio=$1)"; }
+standalone_label() { echo "standalone Asio $(asio_version_in "bin/asio-standalone-$1/include")"; }
+o1=optimization=minimal
+for name in $lines; do
+  case $name in
+    boost-1.38.2)
+      add_line "$gxx, $(boost_label 1.38.2), epoll, -O1" "asio=1.38.2 $o1" \
+        -asio-1.38.2 full boost bin/asio-1.38.2/include no g++ ;;
+    standalone-1.38.2)
+      add_line "$clang + libc++, $(standalone_label 1.38.2), epoll, -O1" \
+        "asio=standalone-1.38.2 toolset=clang-16 stdlib=libc++ $o1" \
+        -asio-standalone-1.38.2-clang-libc++ full standalone \
+        bin/asio-standalone-1.38.2/include yes clang++-16 ;;
+    standalone-1.26.0)
+      add_line "$clang + libstdc++, $(standalone_label 1.26.0), epoll, -O1" \
+        "asio=standalone-1.26.0 toolset=clang-16 $o1" \
+        -asio-standalone-1.26.0-clang full standalone \
+        bin/asio-standalone-1.26.0/include no clang++-16 ;;
     select)
-      label="g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), select reactor (BOOST_ASIO_DISABLE_EPOLL)"
-      add_line "$label" "reactor=select" -select full boost /usr/include no g++ \
-        release reactor-select
-      add_line "$label" "reactor=select" -select tests boost /usr/include no g++ \
-        asan reactor-select ;;
+      add_line "$gxx, $(boost_label 1.83), select reactor (BOOST_ASIO_DISABLE_EPOLL), -O1" \
+        "asio=1.83 reactor=select $o1" -asio-1.83-select full boost \
+        bin/asio-1.83/include no g++ ;;
+    select-asan)
+      add_line "$gxx, $(boost_label 1.89), select reactor (BOOST_ASIO_DISABLE_EPOLL), ASan+UBSan" \
+        "asio=1.89 reactor=select" -asio-1.89-select tests boost \
+        bin/asio-1.89/include no g++ asan ;;
     asio-io-uring)
-      add_line "g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING)" \
-        "reactor=asio-io-uring" -asio-io-uring full boost /usr/include no g++ ;;
-    *) echo "test/run.sh: unknown reactor line $reactor (select, asio-io-uring)"
-       failed=$((failed + 1)); failures+=("reactor line $reactor") ;;
+      add_line "$gxx, $(boost_label 1.90), Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING_AS_DEFAULT), -O1" \
+        "asio=1.90 reactor=asio-io-uring $o1" -asio-1.90-asio-io-uring tests boost \
+        bin/asio-1.90/include no g++ ;;
+    windows)
+      # Last: its build shares the machine with the Linux lines' runs.
+      add_line "MinGW-w64 g++ $(x86_64-w64-mingw32-g++-posix -dumpversion 2>/dev/null), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Windows (IOCP), run under Wine $(/usr/lib/wine/wine64 --version 2>/dev/null | sed 's/^wine-//'), -O1" \
+        "target-os=windows $o1" -windows programs windows /usr/include no \
+        x86_64-w64-mingw32-g++-posix ;;
+    boost-*)
+      version=${name#boost-}
+      add_line "$gxx, $(boost_label "$version"), compiled" "asio=$version $o1" \
+        "-asio-$version" compile boost "bin/asio-$version/include" no g++ ;;
+    standalone-*)
+      version=${name#standalone-}
+      add_line "$gxx, $(standalone_label "$version"), compiled" \
+        "asio=standalone-$version $o1" "-asio-standalone-$version" compile \
+        standalone "bin/asio-standalone-$version/include" no g++ ;;
+    *) echo "test/run.sh: unknown line $name (of: $all_lines)"
+       failed=$((failed + 1)); failures+=("line $name") ;;
   esac
 done
-
-compilers=${TURNLOOP_COMPILERS:-clang clang-libc++}
-[ "$compilers" != none ] || compilers=
-for compiler in $compilers; do
-  case $compiler in
-    clang)
-      add_line "clang $(clang++-16 -dumpversion) + libstdc++, Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)" \
-        "toolset=clang-16" -clang full boost /usr/include no clang++-16 ;;
-    clang-libc++)
-      add_line "clang $(clang++-16 -dumpversion) + libc++, Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)" \
-        "toolset=clang-16 stdlib=libc++" -clang-libc++ full boost /usr/include no clang++-16 ;;
-    *) echo "test/run.sh: unknown compiler line $compiler (clang, clang-libc++)"
-       failed=$((failed + 1)); failures+=("compiler line $compiler") ;;
-  esac
-done
-
-# Windows, cross-built with MinGW-w64 and run under Wine: after the Linux
-# lines, since a build for it shares the machine with their runs.
-windows=${TURNLOOP_WINDOWS:-mingw-wine}
-case $windows in
-  none) ;;
-  mingw-wine)
-    add_line "MinGW-w64 g++ $(x86_64-w64-mingw32-g++-posix -dumpversion 2>/dev/null), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Windows (IOCP), run under Wine $(/usr/lib/wine/wine64 --version 2>/dev/null | sed 's/^wine-//')" \
-      "target-os=windows" -windows programs windows /usr/include no \
-      x86_64-w64-mingw32-g++-posix ;;
-  *) echo "test/run.sh: unknown Windows line $windows (mingw-wine, none)"
-     failed=$((failed + 1)); failures+=("Windows line $windows") ;;
-esac
 
 run_stages
 # Counted after the stages, as before they ran together: in no Asio's line.

@@ -16,6 +16,7 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 #include <turnloop/detail/pool/buffer_waiter.hpp>
+#include <turnloop/detail/platform.hpp>
 #include <turnloop/detail/slot_table.hpp>
 #include <turnloop/detail/engine/turn_source.hpp>
 
@@ -258,8 +259,10 @@ private:
   bool in_turns_ = false; // registered as one of the loop's turn sources
   // The path ring_for_sockets() chose (automatic until it has, and while
   // a required ring could not be set up), kept after the ring goes at
-  // shutdown so that stats() still says which it was.
-  io_path path_ = io_path::automatic;
+  // shutdown so that stats() still says which it was. Without turnloop's
+  // ring in the build it is the reactor's from the start.
+  io_path path_ = detail::has_io_uring_path ? io_path::automatic
+    : io_path::epoll;
   detail::pool_ring* ring_ = nullptr;
   int ring_error_ = 0;
   std::atomic<std::uint64_t> refusals_{0};

@@ -17,8 +17,16 @@
 // library code is written once for a loop and for io_context:
 //
 //   template <typename Context>
-//   using objects = turnloop::io_objects<typename Context::executor_type>;
-//   typename objects<Context>::steady_timer timer(ctx);
+//   void arm(Context& ctx)
+//   {
+//     typename turnloop::io_objects_for<Context>::steady_timer timer(ctx);
+//     ...
+//   }
+//
+// In a coroutine of type turnloop::awaitable<T>, `co_await
+// asio::this_coro::executor` is the loop's executor, from which these
+// objects are made; `use_awaitable_t::as_default_on_t<Object>` is the
+// object whose operations are awaitable without a token, as in Asio.
 //
 
 #ifndef TURNLOOP_IO_OBJECTS_HPP
@@ -34,6 +42,7 @@
 #include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
 #include TURNLOOP_ASIO_HEADER(basic_stream_socket.hpp)
 #include TURNLOOP_ASIO_HEADER(basic_waitable_timer.hpp)
+#include TURNLOOP_ASIO_HEADER(high_resolution_timer.hpp)
 #include TURNLOOP_ASIO_HEADER(ip/basic_resolver.hpp)
 #include TURNLOOP_ASIO_HEADER(ip/tcp.hpp)
 #include TURNLOOP_ASIO_HEADER(ip/udp.hpp)
@@ -63,6 +72,9 @@ struct io_objects
     asio::wait_traits<std::chrono::steady_clock>, Executor>;
   using system_timer = asio::basic_waitable_timer<std::chrono::system_clock,
     asio::wait_traits<std::chrono::system_clock>, Executor>;
+  using high_resolution_timer = asio::basic_waitable_timer<
+    std::chrono::high_resolution_clock,
+    asio::wait_traits<std::chrono::high_resolution_clock>, Executor>;
   using signal_set = asio::basic_signal_set<Executor>;
 
   /// A coroutine whose `co_await asio::this_coro::executor` is an
@@ -145,11 +157,17 @@ struct io_objects
 #endif // defined(TURNLOOP_ASIO_HAS_POSIX_STREAM_DESCRIPTOR)
 };
 
+/// io_objects of @p ExecutionContext's executor: `io_objects_for<Context>`
+/// in code written once for turnloop::loop and asio::io_context.
+template <typename ExecutionContext>
+using io_objects_for = io_objects<typename ExecutionContext::executor_type>;
+
 /// @name The names for a turnloop::loop: io_objects<loop::executor_type>'s
 /// @{
 using loop_objects = io_objects<loop::executor_type>;
 using steady_timer = loop_objects::steady_timer;
 using system_timer = loop_objects::system_timer;
+using high_resolution_timer = loop_objects::high_resolution_timer;
 using signal_set = loop_objects::signal_set;
 template <typename T = void>
 using awaitable = loop_objects::awaitable<T>;

@@ -66,6 +66,15 @@
 # define TURNLOOP_REACTOR_NAME "iocp"
 # define TURNLOOP_HAS_IOCP_ENGINE 1
 #elif defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+# if TURNLOOP_ASIO_VERSION < 102800
+// Asio 1.26's io_uring_service hands out submission entries without
+// clearing their user data (get_sqe()), so the entry of a cancellation
+// completes as a stale operation: every per-operation cancellation
+// (cancellation slots, which turnloop's pooled reads and accept watches use,
+// as do Asio's own composed operations) can then complete an operation twice.
+// Asio 1.28 clears it.
+#  error "turnloop over Asio's io_uring backend (ASIO_HAS_IO_URING_AS_DEFAULT) needs Asio 1.28 (Boost 1.83) or newer: Asio 1.26's io_uring_service does not clear a submission entry's user data, so a cancellation completes a stale operation"
+# endif // TURNLOOP_ASIO_VERSION < 102800
 # define TURNLOOP_REACTOR_NAME "io_uring"
 #elif defined(TURNLOOP_ASIO_HAS_EPOLL)
 # define TURNLOOP_REACTOR_NAME "epoll"
@@ -77,10 +86,10 @@
 #elif defined(TURNLOOP_ASIO_HAS_DEV_POLL)
 # define TURNLOOP_REACTOR_NAME "/dev/poll"
 # define TURNLOOP_HAS_SOCKET_REACTOR 1
-#else
+#else // no other reactor: Asio's select reactor
 # define TURNLOOP_REACTOR_NAME "select"
 # define TURNLOOP_HAS_SOCKET_REACTOR 1
-#endif
+#endif // defined(TURNLOOP_ASIO_WINDOWS_RUNTIME) ...
 
 #if defined(_WIN32) || defined(__CYGWIN__)
 # define TURNLOOP_HAS_WINSOCK 1

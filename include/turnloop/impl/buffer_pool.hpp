@@ -25,6 +25,7 @@
 #include <new>
 #include <optional>
 #include <type_traits>
+#include <memory>
 #include <utility>
 
 namespace turnloop {
@@ -128,15 +129,24 @@ struct buffer_pool::canceller
   }
 };
 
-// Completes a pooled read's watch. It holds only an id, so a watch that
+// Completes a pooled read's watch, and owns the signal its slot belongs to
+// (buffer_waiter::watch says why). It holds only an id, so a watch that
 // completes after the wait is over (ended by the pool's own emit, or racing
 // with a grant) finds the id stale or the record no longer waiting.
 struct buffer_pool::watch_handler
 {
   buffer_pool* pool;
   detail::slot_id id;
+  std::unique_ptr<asio::cancellation_signal> signal;
 
-  void operator()(const error_code& ec) const noexcept
+  using cancellation_slot_type = asio::cancellation_slot;
+
+  cancellation_slot_type get_cancellation_slot() const noexcept
+  {
+    return signal->slot();
+  }
+
+  void operator()(const error_code& ec) noexcept
   {
     pool->on_watch(id, ec);
   }
@@ -299,9 +309,11 @@ bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
   w.descriptor = stream.native_handle();
   try
   {
+    auto signal = std::make_unique<asio::cancellation_signal>();
+    asio::cancellation_signal* watch = signal.get();
     stream.async_wait(Stream::wait_error,
-        asio::bind_cancellation_slot(w.watch.slot(),
-          watch_handler{this, id}));
+        watch_handler{this, id, std::move(signal)});
+    w.watch = watch;
     w.watched = true;
   }
   catch (const std::bad_alloc&)

@@ -326,9 +326,9 @@ TURNLOOP_DECL void buffer_pool::make_ready(detail::slot_id id,
   if (w.watched)
   {
     // The watch completes later (Asio posts it) and finds the record no
-    // longer waiting.
+    // longer waiting, or gone.
     w.watched = false;
-    w.watch.emit(asio::cancellation_type::all);
+    std::exchange(w.watch, nullptr)->emit(asio::cancellation_type::all);
   }
   w.next = detail::slot_id();
   if (ready_tail_)
@@ -356,6 +356,7 @@ TURNLOOP_DECL void buffer_pool::on_watch(detail::slot_id id,
   if (!w || !w->waiting)
     return;
   w->watched = false;
+  w->watch = nullptr; // its handler frees it once this returns
   if (!ec)
   {
     // The stream reports an error, a hang-up or urgent data. What a read

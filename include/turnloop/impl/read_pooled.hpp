@@ -136,6 +136,13 @@ public:
   {
     if (ec)
       return complete(ec, buffer_lease());
+    // A buffer is minted only for data: without a free one, a socket can
+    // tell its end of stream or error first, as the reactor's read does.
+    // (A descriptor that is not a socket reads as data.)
+    const bool peeked = !pool_->store_->has_free();
+    if (peeked)
+      if (!go_on_with_data())
+        return;
     // Minting a buffer can fail: the read then ends with no_memory, and a
     // later read mints again.
     pooled_buffer* b;
@@ -150,23 +157,34 @@ public:
     if (b)
       return read(b);
 
-    // Every buffer is leased. A socket can tell its end of stream or error
-    // without one; otherwise wait for a buffer, first come first served.
-    error_code end;
-    switch (probe_unread(stream_->native_handle(), end))
-    {
-    case unread::data:
-      break;
-    case unread::nothing:
-      return wait_readable();
-    case unread::end:
-      return complete(end, buffer_lease());
-    }
+    // Every buffer is leased: wait for one, first come first served, if
+    // there is data.
+    if (!peeked && !go_on_with_data())
+      return;
     buffer_pool& pool = *pool_;
     Stream& stream = *stream_;
     // A wait that cannot be recorded leaves this operation untouched.
     if (!pool.wait_for_read(std::move(*this), stream))
       complete(asio::error::no_memory, buffer_lease());
+  }
+
+  /// Peeks at the socket: true if data waits; else the read ends (end of
+  /// stream, an error) or waits for readiness again (nothing), and false.
+  bool go_on_with_data()
+  {
+    error_code end;
+    switch (probe_unread(stream_->native_handle(), end))
+    {
+    case unread::data:
+      return true;
+    case unread::nothing:
+      wait_readable();
+      return false;
+    case unread::end:
+      complete(end, buffer_lease());
+      return false;
+    }
+    return true;
   }
 
   /// The wait for a buffer ended: @p lease, or an error (would_block: the
@@ -338,9 +356,12 @@ private:
         // thread may use, and its successors the ring.
         if (core.runs_here())
         {
-          if (pool_ring* ring = pool_->ring_for_sockets(ec))
-            return uring_recv_op<read_pooled_op>::start(std::move(*this),
-                *ring, impl.socket_, impl.reactor_data_, true);
+          // (Without an io_uring path in the build there is never a ring.)
+          pool_ring* ring = pool_->ring_for_sockets(ec);
+          if constexpr (has_io_uring_path)
+            if (ring)
+              return uring_recv_op<read_pooled_op>::start(std::move(*this),
+                  *ring, impl.socket_, impl.reactor_data_, true);
           if (ec)
             return complete(ec, buffer_lease()); // io_uring required
         }

@@ -112,24 +112,26 @@ public:
                 handler_type(std::forward<Handler>(handler)), setup, 0));
           return;
         }
-        if (ring)
-        {
-          using handler_executor =
-            asio::associated_executor_t<handler_type, executor_type>;
-          using delivery = write_lease_delivery<handler_type,
-                handler_executor>;
-          const handler_executor ex =
-            asio::get_associated_executor(handler, io_ex);
-          std::optional<typename delivery::reservation> reserved;
-          if (!invokes_directly(ex, pool->loop_))
-            reserved.emplace(pool->core_, handler, ex);
-          delivery d(handler_type(std::forward<Handler>(handler)),
-              std::move(reserved));
-          auto& impl = socket_implementation_of<Stream>::get(stream_);
-          uring_send_op<delivery, buffer_lease>::start(d, lease, *ring,
-              impl.socket_, impl.reactor_data_);
-          return;
-        }
+        // (Without an io_uring path in the build there is never a ring.)
+        if constexpr (has_io_uring_path)
+          if (ring)
+          {
+            using handler_executor =
+              asio::associated_executor_t<handler_type, executor_type>;
+            using delivery = write_lease_delivery<handler_type,
+                  handler_executor>;
+            const handler_executor ex =
+              asio::get_associated_executor(handler, io_ex);
+            std::optional<typename delivery::reservation> reserved;
+            if (!invokes_directly(ex, pool->loop_))
+              reserved.emplace(pool->core_, handler, ex);
+            delivery d(handler_type(std::forward<Handler>(handler)),
+                std::move(reserved));
+            auto& impl = socket_implementation_of<Stream>::get(stream_);
+            uring_send_op<delivery, buffer_lease>::start(d, lease, *ring,
+                impl.socket_, impl.reactor_data_);
+            return;
+          }
       }
     }
     // The lease's bytes do not move with the lease.

@@ -92,8 +92,14 @@ struct buffer_waiter
 
   /// A pooled read's watch on its stream while it waits for a buffer (an
   /// async_wait(wait_error), which the stream's cancel() and close() end);
-  /// emitting this signal ends the watch once the wait is over.
-  asio::cancellation_signal watch;
+  /// emitting this signal ends the watch once the wait is over. The signal
+  /// belongs to the watch's handler, which frees it when the watch
+  /// completes, not to this record: a reactor may finish a cancelled
+  /// operation only later (Asio's io_uring backend cancels in the kernel),
+  /// and it knows the operation by its slot's address, which must not be a
+  /// later waiter's meanwhile. Null once the watch has completed, or while
+  /// there is none.
+  asio::cancellation_signal* watch = nullptr;
   bool watched = false;
   // The read's stream, for a probe when the watch fires.
   native_descriptor descriptor = asio::detail::invalid_socket;

@@ -288,7 +288,7 @@ public:
   TURNLOOP_DECL bool reactor_ready() noexcept override;
 
   /// The reactor's epoll descriptor, if found and fit for the ring to wait
-  /// on (see find_reactor_descriptor); -1 if the loop waits in epoll.
+  /// on (see reactor_descriptor_of); -1 if the loop waits in epoll.
   int reactor_descriptor() const noexcept
   {
     return reactor_fd_;
@@ -396,11 +396,9 @@ private:
                                    // fired (see reactor_ready)
 };
 
-/// The epoll descriptor in which @p registered (a descriptor the reactor
-/// registered) is watched, found through /proc/self/fdinfo, if that epoll
-/// also watches a timerfd (the reactor's timers then need no timeout of
-/// their own); -1 if there is none, or /proc cannot tell.
-TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept;
+/// The epoll descriptor of @p reactor, if it also watches a timerfd (the
+/// reactor's timers then need no timeout of their own); -1 if not.
+TURNLOOP_DECL int reactor_descriptor_of(asio::detail::epoll_reactor& reactor) noexcept;
 
 /// True if the program runs under Valgrind, where a loop must not block in
 /// io_uring_enter (see the definition).

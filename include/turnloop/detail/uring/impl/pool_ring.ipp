@@ -29,7 +29,6 @@
 #include <new>
 #include <utility>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -164,7 +163,7 @@ TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
   }
   ring->set_withdraw(&pool_ring::withdrawn);
   if (ring->can_wait() && !under_valgrind())
-    p->reactor_fd_ = find_reactor_descriptor(ring->event_descriptor());
+    p->reactor_fd_ = reactor_descriptor_of(core.reactor());
   core.reactor().set_hook(p);
   return p;
 }
@@ -673,61 +672,38 @@ TURNLOOP_DECL void pool_ring::watch_reactor(bool alone) noexcept
 
 namespace {
 
-// True if /proc/self/fd/<fd> links to @p name ("anon_inode:[timerfd]"...).
-bool descriptor_is(long fd, const char* name) noexcept
+// Asio's epoll_reactor keeps its descriptors private and offers no
+// accessor. An explicit instantiation may name a private member (access is
+// not checked there), so reactor_member<Tag, &epoll_reactor::m> hands
+// Tag's friend function a pointer to it. Tag is in this unnamed namespace:
+// in header-only mode each unit then instantiates its own specialisation.
+template <typename Tag, typename Tag::type Member>
+struct reactor_member
 {
-  char path[64];
-  char link[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
-  const ssize_t n = ::readlink(path, link, sizeof(link) - 1);
-  if (n <= 0)
-    return false;
-  link[n] = 0;
-  return std::strcmp(link, name) == 0;
-}
-
-// Reads epoll descriptor @p fd's fdinfo, a "tfd: <n> events: ..." line for
-// each descriptor it watches (as many as the loop has sockets: read in
-// pieces): whether it watches @p registered, and a timerfd.
-void scan_epoll(long fd, int registered, bool& has_registered,
-    bool& has_timer) noexcept
-{
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%ld", fd);
-  const int info = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (info < 0)
-    return;
-  char text[4096];
-  std::size_t kept = 0; // the start of a line the last piece cut
-  for (;;)
+  friend typename Tag::type member_of(Tag) noexcept
   {
-    const ssize_t got = ::read(info, text + kept, sizeof(text) - 1 - kept);
-    if (got <= 0)
-      break;
-    const std::size_t size = kept + static_cast<std::size_t>(got);
-    text[size] = 0;
-    char* line = text;
-    for (char* nl; (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1)
-    {
-      *nl = 0;
-      int target;
-      if (std::sscanf(line, "tfd: %d", &target) == 1)
-      {
-        if (target == registered)
-          has_registered = true;
-        else if (!has_timer && descriptor_is(target, "anon_inode:[timerfd]"))
-          has_timer = true;
-      }
-    }
-    kept = size - static_cast<std::size_t>(line - text);
-    if (kept == sizeof(text) - 1)
-      kept = 0; // no line is that long: drop it
-    std::memmove(text, line, kept);
+    return Member;
   }
-  ::close(info);
-}
+};
+
+struct epoll_fd_tag
+{
+  using type = int asio::detail::epoll_reactor::*;
+  friend type member_of(epoll_fd_tag) noexcept;
+};
+
+struct timer_fd_tag
+{
+  using type = int asio::detail::epoll_reactor::*;
+  friend type member_of(timer_fd_tag) noexcept;
+};
 
 } // namespace
+
+template struct reactor_member<epoll_fd_tag,
+    &asio::detail::epoll_reactor::epoll_fd_>;
+template struct reactor_member<timer_fd_tag,
+    &asio::detail::epoll_reactor::timer_fd_>;
 
 TURNLOOP_DECL bool under_valgrind() noexcept
 {
@@ -739,30 +715,13 @@ TURNLOOP_DECL bool under_valgrind() noexcept
   return preload && std::strstr(preload, "vgpreload");
 }
 
-TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept
+TURNLOOP_DECL int reactor_descriptor_of(asio::detail::epoll_reactor& reactor) noexcept
 {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (!dir)
+  // Without a timerfd (Asio's fallback when the kernel has none) the
+  // reactor's timers need a timeout of their own: the ring does not wait.
+  if (reactor.*member_of(timer_fd_tag()) < 0)
     return -1;
-  int found = -1;
-  while (dirent* e = ::readdir(dir))
-  {
-    char* end;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (*end || end == e->d_name || fd == ::dirfd(dir)
-        || !descriptor_is(fd, "anon_inode:[eventpoll]"))
-      continue;
-    bool has_registered = false;
-    bool has_timer = false;
-    scan_epoll(fd, registered, has_registered, has_timer);
-    if (has_registered)
-    {
-      found = has_timer ? static_cast<int>(fd) : -1;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return found;
+  return reactor.*member_of(epoll_fd_tag());
 }
 
 TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept
