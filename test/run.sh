@@ -67,7 +67,7 @@ if [ "$everything" = yes ]; then
   for source in test/*.cpp; do
     name=$(basename "$source" .cpp)
     # Not modules: the tests' flavour switch and the Boost.Test library
-    # built for libc++.
+    # built for libc++ and Windows.
     case $name in asio|boost_test_library) continue ;; esac
     modules+=("$name")
   done
