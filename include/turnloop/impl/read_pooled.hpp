@@ -135,7 +135,15 @@ public:
   void operator()(const error_code& ec)
   {
     if (ec)
+    {
+      // A stream closed while the read waited: operation_aborted, as the
+      // reactors and Windows report it, whatever the system says (under
+      // Wine the zero-byte receive ends with system error 676).
+      if constexpr (requires { stream_->is_open(); })
+        if (!stream_->is_open())
+          return complete(asio::error::operation_aborted, buffer_lease());
       return complete(ec, buffer_lease());
+    }
     // A buffer is minted only for data: without a free one, a socket can
     // tell its end of stream or error first, as the reactor's read does.
     // (A descriptor that is not a socket reads as data.)

@@ -16,7 +16,11 @@
 #include <turnloop/detail/slot_table.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include <turnloop/detail/platform.hpp>
 #include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include <turnloop/detail/pool/iocp_watch_signal.hpp>
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 #include <utility>
 
@@ -28,6 +32,15 @@ namespace turnloop {
 class buffer_lease;
 
 namespace detail {
+
+/// The signal that ends a pooled read's watch: Asio's, or on the IOCP
+/// engine one that cancels the watch where Asio queued it
+/// (iocp_watch_signal.hpp).
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+using watch_signal = iocp_watch_signal;
+#else // defined(TURNLOOP_HAS_IOCP_ENGINE)
+using watch_signal = asio::cancellation_signal;
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 /// A waiting operation with its handler's type erased, allocated with the
 /// handler's associated allocator as Asio allocates its own operations (so a
@@ -99,7 +112,7 @@ struct buffer_waiter
   /// and it knows the operation by its slot's address, which must not be a
   /// later waiter's meanwhile. Null once the watch has completed, or while
   /// there is none.
-  asio::cancellation_signal* watch = nullptr;
+  watch_signal* watch = nullptr;
   bool watched = false;
   // The read's stream, for a probe when the watch fires.
   native_descriptor descriptor = asio::detail::invalid_socket;
