@@ -144,7 +144,7 @@ public:
         scheduler_.work_started();
       return true;
     }
-    scheduler_.work_started();
+    acquire_shared_work();
     return false;
   }
 
@@ -152,20 +152,31 @@ public:
   void acquire_shared_work() noexcept
   {
     scheduler_.work_started();
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+    // Counted, so that give_back_work can return the units still held
+    // (turn_iocp.hpp); one taken after that is given back at once.
+    if (shared_units_.fetch_add(1, std::memory_order_acq_rel)
+        & shared_units_returned)
+      scheduler_.work_finished();
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
   }
 
   void release_work(bool local) noexcept
   {
-    if (stage_.load(std::memory_order_acquire) >= stage::work_returned)
-      [[unlikely]]
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+    if (!local)
     {
-      // The IOCP context, shutting down, still waits for the units taken
-      // elsewhere; the loop's own it has had back (give_back_work).
-      if (!local && stage_.load(std::memory_order_acquire)
-          == stage::work_returned)
+      // Unless give_back_work has returned it already, with every unit
+      // still held then.
+      if (!(shared_units_.fetch_sub(1, std::memory_order_acq_rel)
+            & shared_units_returned))
         scheduler_.work_finished();
       return;
     }
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
+    if (stage_.load(std::memory_order_acquire) >= stage::work_returned)
+      [[unlikely]]
+      return; // the loop's own units it has had back (give_back_work)
     if (!local)
       scheduler_.work_finished();
     else if (running_in_this_thread())
@@ -474,6 +485,12 @@ private:
   // The turn's packet is in the completion port, or about to be: whoever
   // sets it posts the packet, so there is at most one.
   std::atomic<bool> turn_posted_{false};
+  // The units taken through acquire_shared_work (tracked executors made off
+  // the loop thread included) and not yet released, with
+  // shared_units_returned set once give_back_work has returned them.
+  static constexpr std::uint64_t shared_units_returned =
+    std::uint64_t(1) << 62;
+  std::atomic<std::uint64_t> shared_units_{0};
 #else // defined(TURNLOOP_HAS_IOCP_ENGINE)
   std::atomic<int> park_state_{awake};
 #endif // defined(TURNLOOP_HAS_IOCP_ENGINE)

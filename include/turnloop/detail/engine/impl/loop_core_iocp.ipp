@@ -106,6 +106,18 @@ TURNLOOP_DECL void loop_core::give_back_work() noexcept
   // One unit covers the cross-thread posts, which drain() has destroyed.
   if (remote_pending_.exchange(0, std::memory_order_acq_rel) != 0)
     scheduler_.work_finished();
+  // The units taken elsewhere, which objects outside this loop may still
+  // hold: a coroutine spawned here from another thread that has moved to
+  // another loop of a group, its work guard with it. The context's shutdown
+  // would wait for them, and so for that other loop's shutdown, which may
+  // be waiting in its turn for this one's (loop_group's destroy_together
+  // shuts the loops down one after another): given back now, and their
+  // later releases do nothing (release_work).
+  const std::uint64_t held = shared_units_.fetch_or(shared_units_returned,
+      std::memory_order_acq_rel);
+  if (!(held & shared_units_returned))
+    for (std::uint64_t n = held; n != 0; --n)
+      scheduler_.work_finished();
 }
 
 // --- recognising a loop -----------------------------------------------------------
