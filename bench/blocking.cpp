@@ -16,9 +16,7 @@
 
 #include <turnloop/blocking.hpp>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/prefer.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <turnloop/asio.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -28,7 +26,7 @@
 
 #include <sys/stat.h>
 
-namespace asio = boost::asio;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
 
 namespace {
 
@@ -94,7 +92,7 @@ public:
   void start(std::uint64_t jobs, std::size_t concurrency)
   {
     target_ = submitted_ + jobs;
-    asio::post(ctx_, [this, concurrency] {
+    net::post(ctx_, [this, concurrency] {
       for (std::size_t i = 0; i != concurrency && submitted_ < target_; ++i)
         submit();
     });
@@ -139,16 +137,16 @@ private:
 // context through a tracked executor.
 struct thread_pool_submitter
 {
-  asio::thread_pool* pool;
+  net::thread_pool* pool;
 
   template <typename Context, typename Done>
   void submit(Context& ctx, job_kind kind, Done done) const
   {
-    auto home = asio::prefer(ctx.get_executor(),
-        asio::execution::outstanding_work.tracked);
-    asio::post(*pool, [home, kind, done] {
+    auto home = net::prefer(ctx.get_executor(),
+        net::execution::outstanding_work.tracked);
+    net::post(*pool, [home, kind, done] {
       const int rc = run_job(kind);
-      asio::post(home, [done, rc] { done(rc); });
+      net::post(home, [done, rc] { done(rc); });
     });
   }
 };
@@ -161,7 +159,7 @@ struct blocking_service_submitter
   void submit(turnloop::loop& l, job_kind kind, Done done) const
   {
     turnloop::async_blocking(l, [kind] { return run_job(kind); },
-        [done](boost::system::error_code ec, std::exception_ptr e, int rc) {
+        [done](turnloop::error_code ec, std::exception_ptr e, int rc) {
           done(ec || e ? -1 : rc);
         });
   }
@@ -186,7 +184,7 @@ struct round_trips
     else
     {
       // As many workers as turnloop's blocking service starts by default.
-      asio::thread_pool pool(turnloop::config().blocking.threads);
+      net::thread_pool pool(turnloop::config().blocking.threads);
       bench::result res = measure(*ctx, thread_pool_submitter{&pool}, n,
           concurrency, busy, r);
       pool.join();

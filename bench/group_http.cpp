@@ -53,12 +53,7 @@
 #include <turnloop/group_acceptor.hpp>
 #include <turnloop/loop_group.hpp>
 
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/asio/read.hpp>
+#include <turnloop/asio.hpp>
 
 #include <array>
 #include <atomic>
@@ -81,8 +76,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace asio = boost::asio;
-using asio::ip::tcp;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
+using net::ip::tcp;
 
 namespace {
 
@@ -127,12 +123,12 @@ public:
 private:
   void read()
   {
-    socket_.async_read_some(asio::buffer(in_),
-        [self = this->shared_from_this()](boost::system::error_code ec,
+    socket_.async_read_some(net::buffer(in_),
+        [self = this->shared_from_this()](turnloop::error_code ec,
             std::size_t n) { self->on_read(ec, n); });
   }
 
-  void on_read(boost::system::error_code ec, std::size_t n)
+  void on_read(turnloop::error_code ec, std::size_t n)
   {
     if (ec)
       return;
@@ -155,8 +151,8 @@ private:
     out_.clear();
     for (std::size_t k = 0; k < complete; ++k)
       out_.append(response);
-    asio::async_write(socket_, asio::buffer(out_),
-        [self = this->shared_from_this()](boost::system::error_code ec,
+    net::async_write(socket_, net::buffer(out_),
+        [self = this->shared_from_this()](turnloop::error_code ec,
             std::size_t) {
           if (!ec)
             self->read();
@@ -182,9 +178,9 @@ void start_here(Socket s)
 template <typename Acceptor>
 void accept_on(Acceptor& acceptor)
 {
-  acceptor.async_accept([&acceptor](boost::system::error_code ec,
+  acceptor.async_accept([&acceptor](turnloop::error_code ec,
       typename Acceptor::protocol_type::socket s) {
-    if (ec == asio::error::operation_aborted)
+    if (ec == net::error::operation_aborted)
       return;
     if (!ec)
       start_here(std::move(s));
@@ -196,9 +192,9 @@ void accept_on(Acceptor& acceptor)
 // loop's max_handles handles.
 void capped_accept_on(tcp::acceptor& acceptor)
 {
-  turnloop::async_accept(acceptor, [&acceptor](boost::system::error_code ec,
+  turnloop::async_accept(acceptor, [&acceptor](turnloop::error_code ec,
       turnloop::accepted_socket<tcp> s) {
-    if (ec == asio::error::operation_aborted)
+    if (ec == net::error::operation_aborted)
       return;
     if (!ec)
       start_here(std::move(s));
@@ -213,7 +209,7 @@ void start_on_its_loop(Socket s)
   accepted.fetch_add(1, std::memory_order_relaxed);
   s.set_option(tcp::no_delay(true));
   const auto on = s.get_executor();
-  asio::post(on, [s = std::move(s)]() mutable {
+  net::post(on, [s = std::move(s)]() mutable {
     std::make_shared<session<Socket>>(std::move(s))->start();
   });
 }
@@ -221,15 +217,15 @@ void start_on_its_loop(Socket s)
 // Accepts on loop 0's acceptor, each socket built on the next loop and its
 // session started there.
 template <typename Executor>
-void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
+void hand_off(net::basic_socket_acceptor<tcp, Executor>& acceptor,
     turnloop::loop_group& group, std::size_t& next)
 {
   using socket_type = turnloop::accepted_socket<tcp, Executor>;
   const Executor ex(group.loop(next).get_executor());
   next = (next + 1) % group.size();
   turnloop::async_accept(acceptor, ex, [&acceptor, &group, &next](
-      boost::system::error_code ec, socket_type s) {
-    if (ec == asio::error::operation_aborted)
+      turnloop::error_code ec, socket_type s) {
+    if (ec == net::error::operation_aborted)
       return;
     if (!ec)
       start_on_its_loop(std::move(s));
@@ -241,9 +237,9 @@ void hand_off(asio::basic_socket_acceptor<tcp, Executor>& acceptor,
 void deal(turnloop::group_acceptor<>& acceptor)
 {
   using socket_type = turnloop::group_acceptor<>::socket_type;
-  acceptor.async_accept([&acceptor](boost::system::error_code ec,
+  acceptor.async_accept([&acceptor](turnloop::error_code ec,
       socket_type s) {
-    if (ec == asio::error::operation_aborted)
+    if (ec == net::error::operation_aborted)
       return;
     if (!ec)
       start_on_its_loop(std::move(s));
@@ -262,11 +258,11 @@ void serve(const std::string& side, std::size_t threads,
   };
   if (side == "io_context")
   {
-    asio::io_context ctx(static_cast<int>(threads));
+    net::io_context ctx(static_cast<int>(threads));
     tcp::acceptor a(ctx);
     a.assign(tcp::v4(), listeners[0]);
     accept_on(a);
-    asio::signal_set stop(ctx, SIGTERM);
+    net::signal_set stop(ctx, SIGTERM);
     stop.async_wait([&](auto, int) { ctx.stop(); });
     std::vector<std::thread> others;
     for (std::size_t i = 1; i < threads; ++i)
@@ -278,16 +274,16 @@ void serve(const std::string& side, std::size_t threads,
   }
   else if (side == "io_context_each")
   {
-    std::vector<std::unique_ptr<asio::io_context>> ctxs;
+    std::vector<std::unique_ptr<net::io_context>> ctxs;
     std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
     for (std::size_t i = 0; i < threads; ++i)
     {
-      ctxs.push_back(std::make_unique<asio::io_context>(1));
+      ctxs.push_back(std::make_unique<net::io_context>(1));
       acceptors.push_back(std::make_unique<tcp::acceptor>(*ctxs[i]));
       acceptors[i]->assign(tcp::v4(), listeners[i]);
       accept_on(*acceptors[i]);
     }
-    asio::signal_set stop(*ctxs[0], SIGTERM);
+    net::signal_set stop(*ctxs[0], SIGTERM);
     stop.async_wait([&](auto, int) {
       for (auto& c : ctxs)
         c->stop();
@@ -313,7 +309,7 @@ void serve(const std::string& side, std::size_t threads,
     a.acceptor().close();
     a.acceptor().assign(tcp::v4(), listening.release());
     deal(a);
-    asio::signal_set stop(group.loop(0), SIGTERM);
+    net::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) {
       for (std::size_t i = 0; i < threads && i < live_at_stop.size(); ++i)
         live_at_stop[i] = a.connections(i);
@@ -326,7 +322,7 @@ void serve(const std::string& side, std::size_t threads,
   {
     turnloop::loop_group group(threads);
     tcp::acceptor a(group.loop(0));
-    asio::basic_socket_acceptor<tcp, turnloop::loop::executor_type> native(
+    net::basic_socket_acceptor<tcp, turnloop::loop::executor_type> native(
         group.loop(0).get_executor());
     std::size_t next = 0;
     if (side == "loop_group_handoff")
@@ -339,7 +335,7 @@ void serve(const std::string& side, std::size_t threads,
       native.assign(tcp::v4(), listeners[0]);
       hand_off(native, group, next);
     }
-    asio::signal_set stop(group.loop(0), SIGTERM);
+    net::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) { group.stop(); });
     signal_ready();
     group.run();
@@ -357,7 +353,7 @@ void serve(const std::string& side, std::size_t threads,
       else
         accept_on(*acceptors[i]);
     }
-    asio::signal_set stop(group.loop(0), SIGTERM);
+    net::signal_set stop(group.loop(0), SIGTERM);
     stop.async_wait([&](auto, int) { group.stop(); });
     signal_ready();
     group.run();
@@ -368,7 +364,7 @@ void serve(const std::string& side, std::size_t threads,
 
 struct client
 {
-  client(asio::io_context& ctx, std::atomic<bool>& r, tcp::endpoint to,
+  client(net::io_context& ctx, std::atomic<bool>& r, tcp::endpoint to,
       std::size_t reconnect)
     : socket(ctx), running(&r), to(to), reconnect(reconnect)
   {
@@ -387,10 +383,10 @@ struct client
   // Resets the connection (no TIME_WAIT) and opens a new one.
   void again()
   {
-    socket.set_option(asio::socket_base::linger(true, 0));
+    socket.set_option(net::socket_base::linger(true, 0));
     socket.close();
     on_this = 0;
-    socket.async_connect(to, [this](boost::system::error_code ec) {
+    socket.async_connect(to, [this](turnloop::error_code ec) {
       if (ec)
       {
         bad = true;
@@ -403,8 +399,8 @@ struct client
 
   void send()
   {
-    asio::async_write(socket, asio::buffer(request),
-        [this](boost::system::error_code ec, std::size_t) {
+    net::async_write(socket, net::buffer(request),
+        [this](turnloop::error_code ec, std::size_t) {
           if (ec)
           {
             bad = true;
@@ -417,8 +413,8 @@ struct client
 
   void receive()
   {
-    socket.async_read_some(asio::buffer(in.data() + got, in.size() - got),
-        [this](boost::system::error_code ec, std::size_t n) {
+    socket.async_read_some(net::buffer(in.data() + got, in.size() - got),
+        [this](turnloop::error_code ec, std::size_t n) {
           if (ec)
           {
             bad = true;
@@ -567,11 +563,11 @@ int main(int argc, char** argv)
   // Two generator threads, each with its own io_context and half the
   // connections.
   std::atomic<bool> running{true};
-  std::vector<std::unique_ptr<asio::io_context>> ctxs;
+  std::vector<std::unique_ptr<net::io_context>> ctxs;
   std::vector<std::unique_ptr<client>> clients;
-  const tcp::endpoint to(asio::ip::address_v4::loopback(), port);
+  const tcp::endpoint to(net::ip::address_v4::loopback(), port);
   for (int g = 0; g < 2; ++g)
-    ctxs.push_back(std::make_unique<asio::io_context>(1));
+    ctxs.push_back(std::make_unique<net::io_context>(1));
   for (std::size_t k = 0; k < connections; ++k)
   {
     // Pairs of clients per generator thread, so that with --churn half

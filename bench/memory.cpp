@@ -26,10 +26,7 @@
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/read_pooled.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <turnloop/asio.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -49,11 +46,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
 extern char** environ;
 
-namespace asio = boost::asio;
-using asio::ip::tcp;
-using boost::system::error_code;
+using net::ip::tcp;
+using turnloop::error_code;
 
 namespace {
 
@@ -73,10 +71,10 @@ struct idle_context
     bench::start_counting_allocations();
     const bench::resident_set before = bench::resident();
     auto ctx = make();
-    std::optional<asio::steady_timer> reactor_user;
+    std::optional<net::steady_timer> reactor_user;
     if (with_reactor)
       reactor_user.emplace(*ctx);
-    asio::post(*ctx, [&ran] { ran = true; });
+    net::post(*ctx, [&ran] { ran = true; });
     ctx->run();
     const bench::resident_set after = bench::resident();
     const bench::allocation_totals heap = bench::stop_counting_allocations();
@@ -120,7 +118,7 @@ public:
   template <typename Context>
   idle_server(Context& ctx, std::size_t target, std::size_t buffer_size,
       bool pooled)
-    : acceptor_(ctx, tcp::endpoint(asio::ip::address_v4::loopback(), 0)),
+    : acceptor_(ctx, tcp::endpoint(net::ip::address_v4::loopback(), 0)),
       target_(target),
       buffer_size_(pooled ? 0 : buffer_size),
       pooled_(pooled)
@@ -149,7 +147,7 @@ public:
               ++reads_completed_;
             });
       else
-        c->socket.async_read_some(asio::buffer(c->buffer),
+        c->socket.async_read_some(net::buffer(c->buffer),
             [this](const error_code&, std::size_t) { ++reads_completed_; });
       if (connections_.size() == target_)
         on_all();
@@ -237,7 +235,7 @@ struct idle_connections
     auto ctx = make();
     idle_server server(*ctx, n, buffer_size, pooled);
     client_process clients;
-    asio::posix::stream_descriptor client_exit(*ctx);
+    net::posix::stream_descriptor client_exit(*ctx);
     char exit_byte = 0;
     bool clients_exited_early = false;
     bench::resident_set before;
@@ -247,14 +245,14 @@ struct idle_connections
     // The baseline is taken from a handler, so everything a running
     // context has (thread-local caches, the pending accept) is already in it.
     bench::prefault_mapped_files();
-    asio::post(*ctx, [&] {
+    net::post(*ctx, [&] {
       r.begin();
       bench::start_counting_allocations();
       before = bench::resident();
       if (!clients.start(server.port(), n))
         return ctx->stop();
       client_exit.assign(clients.from_child);
-      client_exit.async_read_some(asio::buffer(&exit_byte, 1),
+      client_exit.async_read_some(net::buffer(&exit_byte, 1),
           [&](const error_code&, std::size_t) {
             clients_exited_early = true;
             ctx->stop();
@@ -274,7 +272,7 @@ struct idle_connections
     if constexpr (bench::is_turnloop<Maker>)
       if (pooled)
         buffers_minted =
-          asio::use_service<turnloop::buffer_pool>(*ctx).stats().minted;
+          net::use_service<turnloop::buffer_pool>(*ctx).stats().minted;
     if (buffers_minted != 0)
       return bench::result::failed(std::to_string(buffers_minted)
           + " pooled buffers minted by idle connections");

@@ -7,13 +7,7 @@
 
 #include "support/driver.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <turnloop/asio.hpp>
 
 #include <atomic>
 #include <optional>
@@ -21,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace asio = boost::asio;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
 
 namespace {
 
@@ -43,7 +37,7 @@ struct chain_step
   void operator()() const
   {
     if (++state->ran < state->target)
-      asio::post(state->ctx, chain_step{state});
+      net::post(state->ctx, chain_step{state});
   }
 };
 
@@ -51,7 +45,7 @@ template <typename Context>
 std::uint64_t run_chain(Context& ctx, std::uint64_t n)
 {
   chain_state<Context> state{ctx, n};
-  asio::post(ctx, chain_step<Context>{&state});
+  net::post(ctx, chain_step<Context>{&state});
   ctx.run();
   ctx.restart();
   return state.ran;
@@ -70,7 +64,7 @@ struct chain
   {
     const std::uint64_t n = o.number("ops", 10'000'000);
     auto ctx = make();
-    std::optional<asio::steady_timer> reactor_user;
+    std::optional<net::steady_timer> reactor_user;
     if (with_reactor)
       reactor_user.emplace(*ctx);
 
@@ -99,7 +93,7 @@ std::uint64_t run_cross_thread(Context& ctx, unsigned producers,
 {
   const std::uint64_t total = producers * per_producer;
   std::uint64_t arrived = 0;
-  auto guard = asio::make_work_guard(ctx);
+  auto guard = net::make_work_guard(ctx);
   std::atomic<bool> go{false};
 
   std::vector<std::thread> threads;
@@ -110,7 +104,7 @@ std::uint64_t run_cross_thread(Context& ctx, unsigned producers,
         std::this_thread::yield();
       for (std::uint64_t i = 0; i != per_producer; ++i)
       {
-        asio::post(ctx, [&arrived, &guard, total] {
+        net::post(ctx, [&arrived, &guard, total] {
           if (++arrived == total)
             guard.reset();
         });
@@ -160,16 +154,16 @@ struct cross_thread
   }
 };
 
-asio::awaitable<void> post_round_trips(std::uint64_t warmup, std::uint64_t n,
+net::awaitable<void> post_round_trips(std::uint64_t warmup, std::uint64_t n,
     bench::region& r, std::uint64_t& done)
 {
-  const auto ex = co_await asio::this_coro::executor;
+  const auto ex = co_await net::this_coro::executor;
   for (std::uint64_t i = 0; i != warmup; ++i)
-    co_await asio::post(ex, asio::use_awaitable);
+    co_await net::post(ex, net::use_awaitable);
   r.begin();
   for (std::uint64_t i = 0; i != n; ++i)
   {
-    co_await asio::post(ex, asio::use_awaitable);
+    co_await net::post(ex, net::use_awaitable);
     ++done;
   }
   r.end();
@@ -184,8 +178,8 @@ struct coroutine_post
     const std::uint64_t n = o.number("ops", 2'000'000);
     std::uint64_t done = 0;
     auto ctx = make();
-    asio::co_spawn(*ctx, post_round_trips(n / 10 + 1, n, r, done),
-        asio::detached);
+    net::co_spawn(*ctx, post_round_trips(n / 10 + 1, n, r, done),
+        net::detached);
     ctx->run();
 
     if (done != n)

@@ -33,8 +33,33 @@ from dataclasses import dataclass, field
 import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROGRAMS = os.path.join(ROOT, "stage", "bench")  # --asio V: stage/bench-asio-V
-ASIO = None  # --asio: the newer Boost.Asio the programs were built against
+PROGRAMS = os.path.join(ROOT, "stage", "bench")  # see build_suffix()
+ASIO = None  # --asio: the other Asio the programs were built against
+COMPILER = None  # --compiler: clang or clang-libc++ (None: g++)
+REACTOR = None  # --reactor: select or asio-io-uring (None: epoll)
+
+
+def build_suffix():
+    """What b2's stage-location (Jamroot) appends for --asio, --compiler and
+    --reactor."""
+    suffix = f"-asio-{ASIO}" if ASIO else ""
+    if COMPILER:
+        suffix += "-clang" + ("-libc++" if COMPILER == "clang-libc++" else "")
+    if REACTOR:
+        suffix += f"-{REACTOR}"
+    return suffix
+
+
+def b2_properties():
+    """The b2 properties of --asio, --compiler and --reactor."""
+    props = [f"asio={ASIO}"] if ASIO else []
+    if COMPILER:
+        props.append("toolset=clang-16")
+        if COMPILER == "clang-libc++":
+            props.append("stdlib=libc++")
+    if REACTOR:
+        props.append(f"reactor={REACTOR}")
+    return props
 RESULTS = os.path.join(ROOT, "bench", "results")
 CHILD_TIMEOUT_S = 600
 
@@ -82,6 +107,20 @@ def pooled_rows(name, subcommand, sizes, metrics, description, args,
                      "(config::pooled_io = epoll)",
                      count_allocations=True,
                      args={**args, "config": "pooled_epoll"})]
+
+
+def typed(w):
+    """@p w again with its I/O objects typed on the context's own executor
+    (turnloop/io_objects.hpp): the *_typed subcommand, named name_typed."""
+    return Workload(w.name + "_typed", w.family, w.program,
+                    w.subcommand + "_typed", w.sizes,
+                    [Metric(m.key, m.label.replace(w.name, w.name + "_typed", 1),
+                            m.unit, m.scale, m.better, m.digits)
+                     for m in w.metrics],
+                    w.description + ", with the timer or sockets typed on "
+                    "the context's executor (turnloop::steady_timer, "
+                    "turnloop::ip::tcp::socket; io_context's own on its sides)",
+                    w.count_allocations, dict(w.args))
 
 
 def memory_pooled_rows():
@@ -285,6 +324,12 @@ WORKLOADS = [
     *memory_pooled_rows(),
 ]
 
+# The rows that have a *_typed twin (typed()), which follows each of them.
+TYPED_ROWS = ("timer_chain", "timer_arm_cancel", "timer_million",
+              "tcp_ping_pong", "tcp_echo", "tcp_http")
+WORKLOADS = [v for w in WORKLOADS
+             for v in ([w, typed(w)] if w.name in TYPED_ROWS else [w])]
+
 # The idle-context rows: (context column, config column, side, arguments).
 # turnloop builds its reactor in its constructor, io_context with the first
 # I/O object: the "+ steady_timer" row includes it for comparison.
@@ -469,24 +514,32 @@ def machine_header(mode_text):
             boost = f"{found.group(1)}.{found.group(2)}"
     asio_include = (os.path.join(ROOT, "bin", f"asio-{ASIO}", "include")
                     if ASIO else "/usr/include")
-    with open(os.path.join(asio_include, "boost", "asio", "version.hpp")) as f:
-        found = re.search(r"#define BOOST_ASIO_VERSION (\d+)", f.read())
+    standalone = bool(ASIO and ASIO.startswith("standalone-"))
+    version_header = (os.path.join(asio_include, "asio", "version.hpp") if standalone
+                      else os.path.join(asio_include, "boost", "asio", "version.hpp"))
+    with open(version_header) as f:
+        found = re.search(r"#define (?:BOOST_)?ASIO_VERSION (\d+)", f.read())
     asio = "unknown"
     if found:
         v = int(found.group(1))
         asio = f"{v // 100000}.{v // 100 % 1000}.{v % 100}"
-    if ASIO:
-        boost += f", with Boost {ASIO}'s Asio {asio} in front (bin/asio-{ASIO})"
+    if standalone:
+        boost = f"none: standalone Asio {asio} (bin/asio-{ASIO})"
+    elif ASIO:
+        boost += f", with Boost.Asio {asio} in front (asio={ASIO}, bin/asio-{ASIO})"
     else:
         boost += f" (Asio {asio})"
-    compiler = command_output(["g++", "--version"]).splitlines()[:1]
+    cxx = "clang++-16" if COMPILER else "g++"
+    compiler = command_output([cxx, "--version"]).splitlines()[:1]
+    if COMPILER == "clang-libc++":
+        compiler = [compiler[0] + ", libc++"] if compiler else []
     # The exact compile line b2 uses for the benchmarks (a dry run).
     flags = "unknown"
-    b2 = ["b2", "-n", "-a", "bench//post"] + ([f"asio={ASIO}"] if ASIO else [])
+    b2 = ["b2", "-n", "-a", "bench//post"] + b2_properties()
     for line in command_output(b2).splitlines():
-        if '"g++"' in line and "bench/post.cpp" in line:
+        if f'"{cxx}"' in line and "bench/post.cpp" in line:
             flags = re.sub(r'\s-o\s+"[^"]*"|\s-c(?=\s)|\s"bench/post.cpp"', "",
-                           line.replace('"g++"', "g++")).strip()
+                           line.replace(f'"{cxx}"', cxx)).strip()
             flags = re.sub(r"\s+", " ", flags)
     commit = command_output(["git", "rev-parse", "--short", "HEAD"]).strip()
     if command_output(["git", "status", "--porcelain", "--", "include", "src",
@@ -551,7 +604,7 @@ def main_timed(args):
 
     os.makedirs(RESULTS, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = os.path.join(RESULTS, f"{stamp}-{mode}" + (f"-asio-{ASIO}" if ASIO else ""))
+    base = os.path.join(RESULTS, f"{stamp}-{mode}" + build_suffix())
     timing_rows = [r for r in rows if not r["workload"].startswith("memory")]
     memory_rows = [r for r in rows if r["workload"].startswith("memory")]
     instr = instructions_line(raw)
@@ -651,7 +704,7 @@ def main_callgrind(args):
         rows.append(row)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     path = os.path.join(RESULTS, f"{stamp}-callgrind"
-                        + (f"-asio-{ASIO}" if ASIO else "") + ".json")
+                        + build_suffix() + ".json")
     report.write_json(path, {"header": header, "rows": rows, "raw": raw})
     print_header(header)
     print()
@@ -680,13 +733,24 @@ def main():
                         help="comma-separated workloads or families")
     parser.add_argument("--runs", type=int, help="measured runs per side")
     parser.add_argument("--asio", metavar="VERSION",
-                        help="programs built against a newer Boost.Asio "
-                             "(1.83, 1.87, 1.89, 1.90; bench/run.sh builds them)")
+                        help="programs built against another Asio: a newer "
+                             "Boost.Asio (1.83, 1.87, 1.89, 1.90, 1.38.2) or "
+                             "standalone Asio (standalone-1.26.0 ... "
+                             "standalone-1.38.2); bench/run.sh builds them")
+    parser.add_argument("--compiler", choices=("clang", "clang-libc++"),
+                        help="programs built with clang-16 (and libc++); "
+                             "bench/run.sh builds them")
+    parser.add_argument("--reactor", choices=("select", "asio-io-uring"),
+                        help="programs built on Asio's select reactor "
+                             "(BOOST_ASIO_DISABLE_EPOLL) or its io_uring "
+                             "backend, every side alike; bench/run.sh "
+                             "builds them")
     args = parser.parse_args()
-    if args.asio:
-        global PROGRAMS, ASIO
-        ASIO = args.asio
-        PROGRAMS = os.path.join(ROOT, "stage", f"bench-asio-{ASIO}")
+    global PROGRAMS, ASIO, COMPILER, REACTOR
+    ASIO = args.asio
+    COMPILER = args.compiler
+    REACTOR = args.reactor
+    PROGRAMS = os.path.join(ROOT, "stage", "bench" + build_suffix())
     if args.callgrind:
         return main_callgrind(args)
     if args.group:

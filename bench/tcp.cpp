@@ -5,19 +5,20 @@
 // context, or the client on a second thread with its own context of the same
 // type), echo throughput over many connections (also with turnloop's pooled
 // reads on the server), accept churn, and an HTTP/1.1 keep-alive request
-// loop (also with pooled reads).
+// loop (also with pooled reads). Ping-pong, echo and HTTP also with the
+// sockets typed on the context's own executor (the *_typed subcommands:
+// turnloop::ip::tcp::socket on a loop, io_objects of io_context's executor
+// on io_context) instead of Asio's tcp::socket (any_io_executor).
 //
 
 #include "support/driver.hpp"
 
 #include <turnloop/buffer_pool.hpp>
+#include <turnloop/io_objects.hpp>
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/write_lease.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/asio.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -32,9 +33,10 @@
 
 #include <sys/resource.h>
 
-namespace asio = boost::asio;
-using asio::ip::tcp;
-using boost::system::error_code;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
+using net::ip::tcp;
+using turnloop::error_code;
 
 namespace {
 
@@ -43,7 +45,7 @@ using clock_type = std::chrono::steady_clock;
 // 127.0.0.1 with a port the kernel picks.
 tcp::endpoint loopback()
 {
-  return tcp::endpoint(asio::ip::address_v4::loopback(), 0);
+  return tcp::endpoint(net::ip::address_v4::loopback(), 0);
 }
 
 // Fills a message with a byte that differs from one message to the next, so
@@ -54,15 +56,24 @@ void fill_message(std::vector<char>& message, std::uint64_t sequence)
       message.size());
 }
 
-// n connected pairs, set up synchronously before any context runs: the
-// kernel completes each handshake into the listen backlog, so connect then
-// accept needs no event loop. Setup is not part of any measurement.
-template <typename Context>
+// The socket a workload uses on a context of type Context: Asio's own
+// (any_io_executor), or (Typed) the one typed on the context's executor.
+template <bool Typed, typename Context>
+using socket_for = std::conditional_t<Typed,
+  typename turnloop::io_objects<typename Context::executor_type>::ip::tcp::socket,
+  tcp::socket>;
+
+// n connected pairs of Sockets, set up synchronously before any context
+// runs: the kernel completes each handshake into the listen backlog, so
+// connect then accept needs no event loop. Setup is not part of any
+// measurement.
+template <typename Socket>
 struct connected_pairs
 {
-  std::vector<tcp::socket> servers;
-  std::vector<tcp::socket> clients;
+  std::vector<Socket> servers;
+  std::vector<Socket> clients;
 
+  template <typename Context>
   connected_pairs(Context& server_ctx, Context& client_ctx, std::size_t n)
   {
     tcp::acceptor acceptor(server_ctx, loopback());
@@ -70,20 +81,24 @@ struct connected_pairs
     clients.reserve(n);
     for (std::size_t i = 0; i != n; ++i)
     {
-      tcp::socket& c = clients.emplace_back(client_ctx);
+      Socket& c = clients.emplace_back(client_ctx);
       c.connect(acceptor.local_endpoint());
       c.set_option(tcp::no_delay(true));
-      tcp::socket& s = servers.emplace_back(acceptor.accept());
+      Socket& s = servers.emplace_back(server_ctx);
+      acceptor.accept(s);
       s.set_option(tcp::no_delay(true));
     }
   }
 };
 
 // Echoes whatever arrives until the peer shuts its side down.
+template <typename Socket>
 class echo_session
 {
 public:
-  echo_session(tcp::socket& socket, std::size_t buffer_size)
+  using socket_type = Socket;
+
+  echo_session(Socket& socket, std::size_t buffer_size)
     : socket_(socket),
       buffer_(buffer_size)
   {
@@ -91,7 +106,7 @@ public:
 
   void start()
   {
-    socket_.async_read_some(asio::buffer(buffer_),
+    socket_.async_read_some(net::buffer(buffer_),
         [this](const error_code& ec, std::size_t n) { on_read(ec, n); });
   }
 
@@ -110,12 +125,12 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof;
+      ended_cleanly_ = ec == net::error::eof;
       socket_.close();
       return;
     }
     bytes_ += n;
-    asio::async_write(socket_, asio::buffer(buffer_.data(), n),
+    net::async_write(socket_, net::buffer(buffer_.data(), n),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             socket_.close();
@@ -124,7 +139,7 @@ private:
         });
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::vector<char> buffer_;
   std::uint64_t bytes_ = 0;
   bool ended_cleanly_ = false;
@@ -136,6 +151,8 @@ private:
 class pooled_echo_session
 {
 public:
+  using socket_type = tcp::socket;
+
   pooled_echo_session(tcp::socket& socket, std::size_t)
     : socket_(socket)
   {
@@ -164,7 +181,7 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof;
+      ended_cleanly_ = ec == net::error::eof;
       socket_.close();
       return;
     }
@@ -267,10 +284,11 @@ private:
 
 // Sends a message, waits for its echo, checks it, repeats; shuts its
 // sending side down after the last one.
+template <typename Socket>
 class echo_client
 {
 public:
-  echo_client(tcp::socket& socket, std::size_t message_size,
+  echo_client(Socket& socket, std::size_t message_size,
       std::uint64_t messages, client_fleet& fleet)
     : socket_(socket),
       out_(message_size),
@@ -291,11 +309,11 @@ public:
   {
     fill_message(out_, done_);
     sent_at_ = clock_type::now();
-    asio::async_write(socket_, asio::buffer(out_),
+    net::async_write(socket_, net::buffer(out_),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             return fail();
-          asio::async_read(socket_, asio::buffer(in_),
+          net::async_read(socket_, net::buffer(in_),
               [this](const error_code& ec, std::size_t) {
                 if (ec)
                   return fail();
@@ -341,7 +359,7 @@ private:
     socket_.close(ignored);
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::vector<char> out_;
   std::vector<char> in_;
   std::uint64_t target_;
@@ -413,7 +431,9 @@ double percentile_us(std::vector<std::int64_t>& samples, double fraction)
 // One connection, one 64-byte message in flight. The median and the 99th
 // percentile come from the per-round-trip samples of this run.
 // With `pooled`, turnloop's server reads with async_read_pooled and writes
-// the lease back (the io_context sides run the stock server).
+// the lease back (the io_context sides run the stock server). Typed: every
+// socket typed on the context's executor.
+template <bool Typed>
 struct ping_pong
 {
   bool client_on_own_thread;
@@ -423,7 +443,8 @@ struct ping_pong
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<echo_session<socket>, pooled_echo_session>(
         *this, pooled, make, o, r);
   }
 
@@ -438,10 +459,11 @@ struct ping_pong
     auto client_ctx = client_on_own_thread ? make() : nullptr;
     auto& cctx = client_on_own_thread ? *client_ctx : *server_ctx;
 
-    connected_pairs pair(*server_ctx, cctx, 1);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pair(*server_ctx, cctx, 1);
     Session server(pair.servers[0], size);
     client_fleet fleet(1, warmup, r);
-    echo_client client(pair.clients[0], size, warmup + n, fleet);
+    echo_client<socket> client(pair.clients[0], size, warmup + n, fleet);
     client.record_round_trips();
     server.start();
     client.start();
@@ -477,6 +499,8 @@ struct ping_pong
 // thread with their own context of the same type. With `pooled`, turnloop's
 // server reads with async_read_pooled, and the io_context sides, which have
 // no pooled reads, run the stock server: the row compares the two.
+// Typed: every socket typed on the context's executor.
+template <bool Typed>
 struct echo
 {
   bool pooled;
@@ -485,7 +509,8 @@ struct echo
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<echo_session, pooled_echo_session>(
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<echo_session<socket>, pooled_echo_session>(
         *this, pooled, make, o, r);
   }
 
@@ -500,15 +525,16 @@ struct echo
     auto server_ctx = make();
     auto client_ctx = make();
 
-    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
     std::vector<std::unique_ptr<Session>> servers;
-    std::vector<std::unique_ptr<echo_client>> clients;
+    std::vector<std::unique_ptr<echo_client<socket>>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
       servers.push_back(std::make_unique<Session>(pairs.servers[i], size));
-      clients.push_back(std::make_unique<echo_client>(pairs.clients[i], size,
-            warmup + per_connection, fleet));
+      clients.push_back(std::make_unique<echo_client<socket>>(pairs.clients[i],
+            size, warmup + per_connection, fleet));
     }
 
     run_sessions(*server_ctx, *client_ctx, servers, clients);
@@ -548,7 +574,7 @@ struct echo
     if constexpr (std::is_same_v<Session, pooled_echo_session>)
     {
       const turnloop::buffer_pool_stats pool =
-        asio::use_service<turnloop::buffer_pool>(*server_ctx).stats();
+        net::use_service<turnloop::buffer_pool>(*server_ctx).stats();
       res.details.emplace_back("pool_buffers_minted", double(pool.minted));
       res.details.emplace_back("pool_leased_high_water",
           double(pool.leased_high_water));
@@ -624,11 +650,11 @@ private:
 
   void serve(std::shared_ptr<connection> c)
   {
-    asio::async_read(c->socket, asio::buffer(c->request),
+    net::async_read(c->socket, net::buffer(c->request),
         [this, c](const error_code& ec, std::size_t) {
           if (ec || std::string_view(c->request, sizeof c->request) != churn_request)
             return;
-          asio::async_write(c->socket, asio::buffer(churn_reply),
+          net::async_write(c->socket, net::buffer(churn_reply),
               [this, c](const error_code& ec, std::size_t) {
                 if (!ec)
                   ++served_;
@@ -669,17 +695,17 @@ public:
     socket_.async_connect(server_, [this](const error_code& ec) {
       if (ec)
         return fail();
-      asio::async_write(socket_, asio::buffer(churn_request),
+      net::async_write(socket_, net::buffer(churn_request),
           [this](const error_code& ec, std::size_t) {
             if (ec)
               return fail();
-            asio::async_read(socket_, asio::buffer(reply_),
+            net::async_read(socket_, net::buffer(reply_),
                 [this](const error_code& ec, std::size_t) {
                   if (ec)
                     return fail();
                   if (std::string_view(reply_, sizeof reply_) == churn_reply)
                     ++completed_;
-                  socket_.set_option(asio::socket_base::linger(true, 0));
+                  socket_.set_option(net::socket_base::linger(true, 0));
                   socket_.close();
                   start();
                 });
@@ -760,10 +786,13 @@ constexpr std::string_view http_response =
   "Connection: keep-alive\r\n\r\nHello, world!";
 
 // Reads a request head, checks it, writes the fixed response, repeats.
+template <typename Socket>
 class http_server_session
 {
 public:
-  explicit http_server_session(tcp::socket& socket)
+  using socket_type = Socket;
+
+  explicit http_server_session(Socket& socket)
     : socket_(socket)
   {
     in_.reserve(1024);
@@ -771,11 +800,11 @@ public:
 
   void start()
   {
-    asio::async_read_until(socket_, asio::dynamic_buffer(in_), "\r\n\r\n",
+    net::async_read_until(socket_, net::dynamic_buffer(in_), "\r\n\r\n",
         [this](const error_code& ec, std::size_t head) {
           if (ec)
           {
-            ended_cleanly_ = ec == asio::error::eof && in_.empty();
+            ended_cleanly_ = ec == net::error::eof && in_.empty();
             socket_.close();
             return;
           }
@@ -786,7 +815,7 @@ public:
           }
           in_.erase(0, head);
           ++requests_;
-          asio::async_write(socket_, asio::buffer(http_response),
+          net::async_write(socket_, net::buffer(http_response),
               [this](const error_code& ec, std::size_t) {
                 if (!ec)
                   start();
@@ -805,7 +834,7 @@ public:
   }
 
 private:
-  tcp::socket& socket_;
+  Socket& socket_;
   std::string in_;
   std::uint64_t requests_ = 0;
   bool ended_cleanly_ = false;
@@ -817,6 +846,8 @@ private:
 class pooled_http_server_session
 {
 public:
+  using socket_type = tcp::socket;
+
   explicit pooled_http_server_session(tcp::socket& socket)
     : socket_(socket)
   {
@@ -845,7 +876,7 @@ private:
   {
     if (ec)
     {
-      ended_cleanly_ = ec == asio::error::eof && carried_.empty();
+      ended_cleanly_ = ec == net::error::eof && carried_.empty();
       socket_.close();
       return;
     }
@@ -875,7 +906,7 @@ private:
   {
     if (n == 0)
       return start();
-    asio::async_write(socket_, asio::buffer(http_response),
+    net::async_write(socket_, net::buffer(http_response),
         [this, n](const error_code& ec, std::size_t) {
           if (!ec)
             respond(n - 1);
@@ -890,10 +921,11 @@ private:
 
 // Sends a request, reads the head, then the body its Content-Length
 // announces, checks both, repeats.
+template <typename Socket>
 class http_client_session
 {
 public:
-  http_client_session(tcp::socket& socket, std::uint64_t requests,
+  http_client_session(Socket& socket, std::uint64_t requests,
       client_fleet& fleet)
     : socket_(socket),
       target_(requests),
@@ -904,11 +936,11 @@ public:
 
   void start()
   {
-    asio::async_write(socket_, asio::buffer(http_request),
+    net::async_write(socket_, net::buffer(http_request),
         [this](const error_code& ec, std::size_t) {
           if (ec)
             return;
-          asio::async_read_until(socket_, asio::dynamic_buffer(in_),
+          net::async_read_until(socket_, net::dynamic_buffer(in_),
               "\r\n\r\n", [this](const error_code& ec, std::size_t head) {
                 if (!ec)
                   on_head(head);
@@ -934,8 +966,8 @@ private:
     const std::size_t total = head + length;
     if (in_.size() >= total)
       return on_response(head, length);
-    asio::async_read(socket_, asio::dynamic_buffer(in_),
-        asio::transfer_exactly(total - in_.size()),
+    net::async_read(socket_, net::dynamic_buffer(in_),
+        net::transfer_exactly(total - in_.size()),
         [this, head, length](const error_code& ec, std::size_t) {
           if (!ec)
             on_response(head, length);
@@ -955,7 +987,7 @@ private:
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
   }
 
-  tcp::socket& socket_;
+  Socket& socket_;
   std::uint64_t target_;
   client_fleet& fleet_;
   std::uint64_t sent_ = 0;
@@ -964,7 +996,9 @@ private:
 };
 
 // With `pooled`, turnloop's server reads with async_read_pooled; the
-// io_context sides run the stock server, as in echo.
+// io_context sides run the stock server, as in echo. Typed: every socket
+// typed on the context's executor.
+template <bool Typed>
 struct http
 {
   bool pooled;
@@ -973,7 +1007,8 @@ struct http
   bench::result operator()(const Maker& make, const bench::options& o,
       bench::region& r) const
   {
-    return with_server_session<http_server_session,
+    using socket = socket_for<Typed, typename Maker::context_type>;
+    return with_server_session<http_server_session<socket>,
         pooled_http_server_session>(*this, pooled, make, o, r);
   }
 
@@ -987,15 +1022,16 @@ struct http
     auto server_ctx = make();
     auto client_ctx = make();
 
-    connected_pairs pairs(*server_ctx, *client_ctx, connections);
+    using socket = typename Session::socket_type;
+    connected_pairs<socket> pairs(*server_ctx, *client_ctx, connections);
     client_fleet fleet(connections, warmup, r);
     std::vector<std::unique_ptr<Session>> servers;
-    std::vector<std::unique_ptr<http_client_session>> clients;
+    std::vector<std::unique_ptr<http_client_session<socket>>> clients;
     for (std::size_t i = 0; i != connections; ++i)
     {
       servers.push_back(std::make_unique<Session>(pairs.servers[i]));
-      clients.push_back(std::make_unique<http_client_session>(pairs.clients[i],
-            warmup + per_connection, fleet));
+      clients.push_back(std::make_unique<http_client_session<socket>>(
+            pairs.clients[i], warmup + per_connection, fleet));
     }
 
     run_sessions(*server_ctx, *client_ctx, servers, clients);
@@ -1031,13 +1067,16 @@ struct http
 int main(int argc, char** argv)
 {
   return bench::run_program(argc, argv, {
-    {"ping_pong", bench::on_each_side(ping_pong{false})},
-    {"ping_pong_threads", bench::on_each_side(ping_pong{true})},
-    {"ping_pong_pooled", bench::on_each_side(ping_pong{false, true})},
-    {"echo", bench::on_each_side(echo{false})},
-    {"echo_pooled", bench::on_each_side(echo{true})},
+    {"ping_pong", bench::on_each_side(ping_pong<false>{false})},
+    {"ping_pong_threads", bench::on_each_side(ping_pong<false>{true})},
+    {"ping_pong_pooled", bench::on_each_side(ping_pong<false>{false, true})},
+    {"echo", bench::on_each_side(echo<false>{false})},
+    {"echo_pooled", bench::on_each_side(echo<false>{true})},
     {"accept_churn", bench::on_each_side(accept_churn{})},
-    {"http", bench::on_each_side(http{false})},
-    {"http_pooled", bench::on_each_side(http{true})},
+    {"http", bench::on_each_side(http<false>{false})},
+    {"http_pooled", bench::on_each_side(http<false>{true})},
+    {"ping_pong_typed", bench::on_each_side(ping_pong<true>{false})},
+    {"echo_typed", bench::on_each_side(echo<true>{false})},
+    {"http_typed", bench::on_each_side(http<true>{false})},
   });
 }

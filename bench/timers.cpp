@@ -3,26 +3,39 @@
 //
 // Timers: a zero-delay wait chain, arm/cancel churn over a set of timers,
 // and a million timers with spread deadlines (insert, dispatch and cleanup
-// timed separately, as libuv's million_timers does).
+// timed separately, as libuv's million_timers does). Each twice: with
+// Asio's steady_timer (typed on any_io_executor, as most code has it), and
+// with the timer typed on the context's own executor (the *_typed
+// subcommands: turnloop::steady_timer on a loop, io_objects of io_context's
+// executor on io_context).
 //
 
 #include "support/driver.hpp"
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <turnloop/asio.hpp>
+#include <turnloop/io_objects.hpp>
 
 #include <chrono>
 #include <string>
+#include <type_traits>
 #include <vector>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
+using turnloop::error_code;
 
 namespace {
 
+// The timer a workload uses on a context of type Context: Asio's own
+// (any_io_executor), or (Typed) the one typed on the context's executor.
+template <bool Typed, typename Context>
+using timer_for = std::conditional_t<Typed,
+  typename turnloop::io_objects<typename Context::executor_type>::steady_timer,
+  net::steady_timer>;
+
 // One timer re-armed with a zero delay from its own handler: each wait goes
 // through the timer queue and the reactor (timerfd, epoll_wait) once.
+template <typename Timer>
 class zero_delay_chain
 {
 public:
@@ -60,12 +73,13 @@ private:
     });
   }
 
-  asio::steady_timer timer_;
+  Timer timer_;
   std::uint64_t target_ = 0;
   std::uint64_t fired_ = 0;
   std::uint64_t errors_ = 0;
 };
 
+template <bool Typed>
 struct chain
 {
   template <typename Maker>
@@ -75,7 +89,7 @@ struct chain
     const std::uint64_t n = o.number("ops", 200'000);
     const std::uint64_t warmup = n / 10 + 1;
     auto ctx = make();
-    zero_delay_chain timer(*ctx);
+    zero_delay_chain<timer_for<Typed, typename Maker::context_type>> timer(*ctx);
 
     timer.start(warmup);
     ctx->run();
@@ -101,6 +115,7 @@ struct chain
 // Every round arms each timer an hour ahead and cancels it at once; the next
 // round starts when all cancelled handlers have run. One op = arm + cancel
 // + the aborted handler.
+template <typename Timer>
 class churn
 {
 public:
@@ -131,18 +146,18 @@ public:
 private:
   void start_round()
   {
-    for (asio::steady_timer& t : timers_)
+    for (Timer& t : timers_)
     {
       t.expires_after(std::chrono::hours(1));
       t.async_wait([this](const error_code& ec) { on_wait(ec); });
     }
-    for (asio::steady_timer& t : timers_)
+    for (Timer& t : timers_)
       t.cancel();
   }
 
   void on_wait(const error_code& ec)
   {
-    if (ec == asio::error::operation_aborted)
+    if (ec == net::error::operation_aborted)
       ++aborted_;
     else
       ++unexpected_;
@@ -154,7 +169,7 @@ private:
     }
   }
 
-  std::vector<asio::steady_timer> timers_;
+  std::vector<Timer> timers_;
   std::uint64_t rounds_ = 0;
   std::uint64_t target_rounds_ = 0;
   std::size_t done_in_round_ = 0;
@@ -162,6 +177,7 @@ private:
   std::uint64_t unexpected_ = 0;
 };
 
+template <bool Typed>
 struct arm_cancel
 {
   template <typename Maker>
@@ -172,13 +188,13 @@ struct arm_cancel
     const std::uint64_t rounds = o.number("rounds", 2000);
     const std::uint64_t warmup = rounds / 10 + 1;
     auto ctx = make();
-    churn c(*ctx, timers);
+    churn<timer_for<Typed, typename Maker::context_type>> c(*ctx, timers);
 
-    asio::post(*ctx, [&] { c.start(warmup); });
+    net::post(*ctx, [&] { c.start(warmup); });
     ctx->run();
     ctx->restart();
     r.begin();
-    asio::post(*ctx, [&] { c.start(rounds); });
+    net::post(*ctx, [&] { c.start(rounds); });
     ctx->run();
     r.end();
 
@@ -201,6 +217,7 @@ struct arm_cancel
 // heap does real work), and all lie within n nanoseconds of the start: by
 // the time insertion ends they have expired, so dispatch measures taking
 // timers off the heap and running handlers, not waiting for the clock.
+template <bool Typed>
 struct million
 {
   template <typename Maker>
@@ -217,7 +234,8 @@ struct million
       stride += 2;
 
     auto ctx = make();
-    std::vector<asio::steady_timer> timers;
+    using timer = timer_for<Typed, typename Maker::context_type>;
+    std::vector<timer> timers;
     timers.reserve(n);
     std::uint64_t fired = 0;
     std::uint64_t errors = 0;
@@ -227,7 +245,7 @@ struct million
     const clock::time_point start = clock::now();
     for (std::uint64_t i = 0; i != n; ++i)
     {
-      asio::steady_timer& t = timers.emplace_back(*ctx);
+      timer& t = timers.emplace_back(*ctx);
       t.expires_at(start + std::chrono::nanoseconds((i * stride) % n));
       t.async_wait(on_fire);
     }
@@ -263,8 +281,11 @@ struct million
 int main(int argc, char** argv)
 {
   return bench::run_program(argc, argv, {
-    {"chain", bench::on_each_side(chain{})},
-    {"arm_cancel", bench::on_each_side(arm_cancel{})},
-    {"million", bench::on_each_side(million{})},
+    {"chain", bench::on_each_side(chain<false>{})},
+    {"arm_cancel", bench::on_each_side(arm_cancel<false>{})},
+    {"million", bench::on_each_side(million<false>{})},
+    {"chain_typed", bench::on_each_side(chain<true>{})},
+    {"arm_cancel_typed", bench::on_each_side(arm_cancel<true>{})},
+    {"million_typed", bench::on_each_side(million<true>{})},
   });
 }

@@ -11,24 +11,13 @@
 // a file that does not exist: its std::ifstream failure reaches the server's
 // coroutine as the job's exception. It then shows a long job
 // (turnloop::async_blocking_long) that waits for a device which never
-// answers, cancelled by a timeout through its std::stop_token. It prints the
+// answers, cancelled by a timeout through its turnloop::stop_token. It prints the
 // blocking service's statistics and exits 0 if every reply was right.
 //
 
 #include <turnloop.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/asio.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -39,17 +28,16 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
-#include <stop_token>
 #include <string>
 
 #include <unistd.h>
 
-namespace asio = boost::asio;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
 namespace fs = std::filesystem;
-using asio::awaitable;
-using asio::use_awaitable;
-using asio::ip::tcp;
-using namespace asio::experimental::awaitable_operators;
+using net::awaitable;
+using net::use_awaitable;
+using net::ip::tcp;
+using namespace net::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 
 // Blocking: runs on a worker thread, never on the loop's.
@@ -77,16 +65,16 @@ std::string reply_for(std::exception_ptr e, const std::string& contents)
 
 awaitable<void> session(tcp::socket socket, fs::path root)
 {
-  const auto ex = co_await asio::this_coro::executor;
-  asio::streambuf request;
+  const auto ex = co_await net::this_coro::executor;
+  net::streambuf request;
   for (;;)
   {
-    auto [ec, n] = co_await asio::async_read_until(socket, request, '\n',
-        asio::as_tuple(use_awaitable));
+    auto [ec, n] = co_await net::async_read_until(socket, request, '\n',
+        net::as_tuple(use_awaitable));
     if (ec)
       co_return; // the client is done
-    std::string line(asio::buffers_begin(request.data()),
-        asio::buffers_begin(request.data()) + n - 1);
+    std::string line(net::buffers_begin(request.data()),
+        net::buffers_begin(request.data()) + n - 1);
     request.consume(n);
     const std::string name = line.rfind("GET ", 0) == 0 ? line.substr(4) : "";
 
@@ -100,12 +88,12 @@ awaitable<void> session(tcp::socket socket, fs::path root)
           std::move(read), use_awaitable);
       reply = reply_for(e, contents);
     }
-    catch (const boost::system::system_error& refused)
+    catch (const turnloop::system_error& refused)
     {
       // resource_limit: the service is at a ceiling; the read never ran.
       reply = "BUSY " + refused.code().message() + "\n";
     }
-    co_await asio::async_write(socket, asio::buffer(reply), use_awaitable);
+    co_await net::async_write(socket, net::buffer(reply), use_awaitable);
   }
 }
 
@@ -114,11 +102,11 @@ awaitable<void> listen(tcp::acceptor& acceptor, fs::path root)
   for (;;)
   {
     auto [ec, socket] = co_await acceptor.async_accept(
-        asio::as_tuple(use_awaitable));
+        net::as_tuple(use_awaitable));
     if (ec)
       co_return; // closed: the program is ending
-    asio::co_spawn(acceptor.get_executor(),
-        session(std::move(socket), root), asio::detached);
+    net::co_spawn(acceptor.get_executor(),
+        session(std::move(socket), root), net::detached);
   }
 }
 
@@ -126,18 +114,18 @@ awaitable<void> listen(tcp::acceptor& acceptor, fs::path root)
 awaitable<bool> client(tcp::endpoint server,
     const std::map<std::string, std::string>& files)
 {
-  tcp::socket socket(co_await asio::this_coro::executor);
+  tcp::socket socket(co_await net::this_coro::executor);
   co_await socket.async_connect(server, use_awaitable);
   bool ok = true;
-  asio::streambuf in;
+  net::streambuf in;
   for (const auto& [name, expected] : files)
   {
     const std::string request = "GET " + name + "\n";
-    co_await asio::async_write(socket, asio::buffer(request), use_awaitable);
-    const std::size_t n = co_await asio::async_read_until(socket, in, '\n',
+    co_await net::async_write(socket, net::buffer(request), use_awaitable);
+    const std::size_t n = co_await net::async_read_until(socket, in, '\n',
         use_awaitable);
-    std::string header(asio::buffers_begin(in.data()),
-        asio::buffers_begin(in.data()) + n - 1);
+    std::string header(net::buffers_begin(in.data()),
+        net::buffers_begin(in.data()) + n - 1);
     in.consume(n);
     if (header.rfind("OK ", 0) != 0)
     {
@@ -147,10 +135,10 @@ awaitable<bool> client(tcp::endpoint server,
     }
     const std::size_t size = std::stoul(header.substr(3));
     if (in.size() < size)
-      co_await asio::async_read(socket, in,
-          asio::transfer_exactly(size - in.size()), use_awaitable);
-    std::string body(asio::buffers_begin(in.data()),
-        asio::buffers_begin(in.data()) + size);
+      co_await net::async_read(socket, in,
+          net::transfer_exactly(size - in.size()), use_awaitable);
+    std::string body(net::buffers_begin(in.data()),
+        net::buffers_begin(in.data()) + size);
     in.consume(size);
     ok = ok && body == expected;
   }
@@ -174,12 +162,12 @@ awaitable<bool> give_up_on_a_device()
   std::mutex m;
   std::condition_variable_any answered;
   std::atomic<bool> saw_stop{false};
-  asio::steady_timer timeout(co_await asio::this_coro::executor, 20ms);
-  // The timeout wins; the job's std::stop_token is signalled, the wait
+  net::steady_timer timeout(co_await net::this_coro::executor, 20ms);
+  // The timeout wins; the job's turnloop::stop_token is signalled, the wait
   // returns, and the operator returns once the job has.
   auto winner = co_await (
-      turnloop::async_blocking_long(co_await asio::this_coro::executor,
-        [&](std::stop_token stop) {
+      turnloop::async_blocking_long(co_await net::this_coro::executor,
+        [&](turnloop::stop_token stop) {
           std::unique_lock lock(m);
           answered.wait(lock, stop, [] { return false; });
           saw_stop = stop.stop_requested();
@@ -205,14 +193,14 @@ int main()
       std::ofstream(root / name, std::ios::binary) << contents;
 
   turnloop::loop loop;
-  tcp::acceptor acceptor(loop, {asio::ip::address_v4::loopback(), 0});
-  asio::co_spawn(loop, listen(acceptor, root), asio::detached);
+  tcp::acceptor acceptor(loop, {net::ip::address_v4::loopback(), 0});
+  net::co_spawn(loop, listen(acceptor, root), net::detached);
 
   bool served = false;
   bool gave_up = false;
-  asio::co_spawn(loop, all_clients(acceptor, files),
+  net::co_spawn(loop, all_clients(acceptor, files),
       [&](std::exception_ptr e, bool ok) { served = !e && ok; });
-  asio::co_spawn(loop, give_up_on_a_device(),
+  net::co_spawn(loop, give_up_on_a_device(),
       [&](std::exception_ptr e, bool ok) { gave_up = !e && ok; });
   loop.run();
   fs::remove_all(root);

@@ -17,25 +17,17 @@
 
 #include <turnloop.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/asio.hpp>
 
 #include <array>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
-namespace asio = boost::asio;
-using asio::awaitable;
-using asio::use_awaitable;
-using asio::ip::tcp;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+using net::awaitable;
+using net::use_awaitable;
+using net::ip::tcp;
 
 // Echoes until the client closes. The connection's handle is given back
 // when `socket` is destroyed, at the end of the session.
@@ -44,11 +36,11 @@ awaitable<void> session(turnloop::accepted_socket<tcp> socket)
   std::array<char, 1024> data;
   for (;;)
   {
-    auto [ec, n] = co_await socket.async_read_some(asio::buffer(data),
-        asio::as_tuple(use_awaitable));
+    auto [ec, n] = co_await socket.async_read_some(net::buffer(data),
+        net::as_tuple(use_awaitable));
     if (ec)
       co_return;
-    co_await asio::async_write(socket, asio::buffer(data, n), use_awaitable);
+    co_await net::async_write(socket, net::buffer(data, n), use_awaitable);
   }
 }
 
@@ -58,20 +50,20 @@ awaitable<void> listen(tcp::acceptor& acceptor)
   {
     turnloop::accepted_socket<tcp> socket =
       co_await turnloop::async_accept(acceptor, use_awaitable);
-    asio::co_spawn(acceptor.get_executor(), session(std::move(socket)),
-        asio::detached);
+    net::co_spawn(acceptor.get_executor(), session(std::move(socket)),
+        net::detached);
   }
 }
 
 // Sends one message, checks the echo, and closes.
 awaitable<bool> client(tcp::endpoint server, int id)
 {
-  tcp::socket socket(co_await asio::this_coro::executor);
+  tcp::socket socket(co_await net::this_coro::executor);
   co_await socket.async_connect(server, use_awaitable);
   const std::string message = "client " + std::to_string(id);
-  co_await asio::async_write(socket, asio::buffer(message), use_awaitable);
+  co_await net::async_write(socket, net::buffer(message), use_awaitable);
   std::string reply(message.size(), '\0');
-  co_await asio::async_read(socket, asio::buffer(reply), use_awaitable);
+  co_await net::async_read(socket, net::buffer(reply), use_awaitable);
   co_return reply == message;
 }
 
@@ -85,14 +77,14 @@ int main(int argc, char* argv[])
     ? static_cast<std::size_t>(std::atoi(argv[2])) : 3;
 
   turnloop::loop loop(cfg);
-  tcp::acceptor acceptor(loop, {asio::ip::address_v4::loopback(), port});
-  asio::co_spawn(loop, listen(acceptor), asio::detached);
+  tcp::acceptor acceptor(loop, {net::ip::address_v4::loopback(), port});
+  net::co_spawn(loop, listen(acceptor), net::detached);
 
   if (!once)
   {
     std::cout << "echo server on " << acceptor.local_endpoint()
       << ", at most " << cfg.max_handles << " connections\n";
-    asio::signal_set signals(loop, SIGINT, SIGTERM);
+    net::signal_set signals(loop, SIGINT, SIGTERM);
     signals.async_wait([&](auto, int) { loop.stop(); });
     loop.run();
     return 0;
@@ -103,7 +95,7 @@ int main(int argc, char* argv[])
   int echoed = 0;
   for (int id = 0; id < clients; ++id)
   {
-    asio::co_spawn(loop, client(acceptor.local_endpoint(), id),
+    net::co_spawn(loop, client(acceptor.local_endpoint(), id),
         [&](std::exception_ptr e, bool ok) {
           echoed += !e && ok;
           if (++done == clients)

@@ -15,16 +15,7 @@
 
 #include <turnloop.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include <turnloop/asio.hpp>
 
 #include <chrono>
 #include <csignal>
@@ -33,10 +24,10 @@
 #include <string>
 #include <vector>
 
-namespace asio = boost::asio;
-using asio::awaitable;
-using asio::use_awaitable;
-using asio::ip::tcp;
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+using net::awaitable;
+using net::use_awaitable;
+using net::ip::tcp;
 
 awaitable<void> session(tcp::socket socket)
 {
@@ -44,7 +35,7 @@ awaitable<void> session(tcp::socket socket)
   {
     // Waits holding no buffer; the lease holds one from here...
     auto [ec, lease] = co_await turnloop::async_read_pooled(socket,
-        asio::as_tuple(use_awaitable));
+        net::as_tuple(use_awaitable));
     if (ec)
       co_return; // end of stream or error: the session ends
     // ...to here: written back (through the loop's io_uring when
@@ -59,8 +50,8 @@ awaitable<void> listen(tcp::acceptor& acceptor)
   for (;;)
   {
     tcp::socket socket = co_await acceptor.async_accept(use_awaitable);
-    asio::co_spawn(acceptor.get_executor(), session(std::move(socket)),
-        asio::detached);
+    net::co_spawn(acceptor.get_executor(), session(std::move(socket)),
+        net::detached);
   }
 }
 
@@ -69,7 +60,7 @@ awaitable<void> listen(tcp::acceptor& acceptor)
 awaitable<bool> clients(tcp::endpoint server, turnloop::buffer_pool& pool,
     std::size_t count)
 {
-  auto executor = co_await asio::this_coro::executor;
+  auto executor = co_await net::this_coro::executor;
   std::vector<tcp::socket> sockets;
   sockets.reserve(count);
   for (std::size_t i = 0; i != count; ++i)
@@ -77,7 +68,7 @@ awaitable<bool> clients(tcp::endpoint server, turnloop::buffer_pool& pool,
         use_awaitable);
 
   // Let every session reach its read, then look at the pool.
-  asio::steady_timer settle(executor, std::chrono::milliseconds(50));
+  net::steady_timer settle(executor, std::chrono::milliseconds(50));
   co_await settle.async_wait(use_awaitable);
   const turnloop::buffer_pool_stats idle = pool.stats();
   std::cout << count << " idle connections: " << idle.minted
@@ -88,10 +79,10 @@ awaitable<bool> clients(tcp::endpoint server, turnloop::buffer_pool& pool,
   for (std::size_t i = 0; i != count; ++i)
   {
     const std::string message = "hello from client " + std::to_string(i);
-    co_await asio::async_write(sockets[i], asio::buffer(message),
+    co_await net::async_write(sockets[i], net::buffer(message),
         use_awaitable);
     std::string reply(message.size(), '\0');
-    co_await asio::async_read(sockets[i], asio::buffer(reply), use_awaitable);
+    co_await net::async_read(sockets[i], net::buffer(reply), use_awaitable);
     if (reply != message)
       co_return false;
   }
@@ -118,22 +109,22 @@ int main(int argc, char* argv[])
   config.pooled_io = turnloop::io_path::automatic; // io_uring where allowed
   turnloop::loop loop(config);
   turnloop::buffer_pool& pool =
-    asio::use_service<turnloop::buffer_pool>(loop);
+    net::use_service<turnloop::buffer_pool>(loop);
 
-  tcp::acceptor acceptor(loop, {asio::ip::address_v4::loopback(), port});
-  asio::co_spawn(loop, listen(acceptor), asio::detached);
+  tcp::acceptor acceptor(loop, {net::ip::address_v4::loopback(), port});
+  net::co_spawn(loop, listen(acceptor), net::detached);
 
   if (!once)
   {
     std::cout << "pooled echo server on " << acceptor.local_endpoint() << "\n";
-    asio::signal_set signals(loop, SIGINT, SIGTERM);
+    net::signal_set signals(loop, SIGINT, SIGTERM);
     signals.async_wait([&](auto, int) { loop.stop(); });
     loop.run();
     return 0;
   }
 
   bool ok = false;
-  asio::co_spawn(loop, clients(acceptor.local_endpoint(), pool, 500),
+  net::co_spawn(loop, clients(acceptor.local_endpoint(), pool, 500),
       [&](std::exception_ptr e, bool echoed) {
         ok = !e && echoed;
         loop.stop();

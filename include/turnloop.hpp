@@ -18,11 +18,13 @@
 #include <turnloop/group_acceptor.hpp>
 #include <turnloop/group_stats.hpp>
 #include <turnloop/handle_stats.hpp>
+#include <turnloop/io_objects.hpp>
 #include <turnloop/loop.hpp>
 #include <turnloop/loop_group.hpp>
 #include <turnloop/loop_stats.hpp>
 #include <turnloop/read_pooled.hpp>
 #include <turnloop/sharded_acceptor.hpp>
+#include <turnloop/stop_token.hpp>
 #include <turnloop/switch_to.hpp>
 #include <turnloop/write_lease.hpp>
 

@@ -14,23 +14,7 @@
 #define BOOST_TEST_MODULE accept
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -39,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -52,9 +37,8 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using namespace std::chrono_literals;
 using socket_type = turnloop::accepted_socket<tcp>;
 
@@ -427,7 +411,11 @@ BOOST_AUTO_TEST_CASE(a_waiting_accept_is_cancelled_by_closing_the_acceptor)
   BOOST_TEST(operations_in_use(t.l) == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_cancel_just_before_a_handle_is_released_still_cancels)
+BOOST_AUTO_TEST_CASE(a_cancel_just_before_a_handle_is_released_still_cancels,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+        "Asio's io_uring backend ends a cancelled wait only when the kernel "
+        "answers, so an accept resumed in the handler that cancelled can take "
+        "its connection first, as an accept in flight there can"))
 {
   // In one handler: the acceptor is cancelled while the accept waits, then
   // a handle is released to it. Asio reports the cancel only through a
@@ -731,7 +719,7 @@ BOOST_AUTO_TEST_CASE(every_completion_token_works)
   BOOST_REQUIRE(run_until(l, [&] {
     return aborted.wait_for(0s) == std::future_status::ready;
   }));
-  BOOST_CHECK_THROW(aborted.get(), boost::system::system_error);
+  BOOST_CHECK_THROW(aborted.get(), turnloop::system_error);
   deferred.socket.reset();
   BOOST_TEST(turnloop::handle_statistics(l).in_use == 0u);
 }

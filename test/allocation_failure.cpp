@@ -2,7 +2,7 @@
 // test/allocation_failure.cpp
 //
 // An allocation that fails inside one of turnloop's services ends the
-// affected operation with boost::asio::error::no_memory and never drops an
+// affected operation with asio::error::no_memory and never drops an
 // operation it accepted: the exception does not escape run(), the handler
 // is called, and once memory is back the service works again. Allocations
 // fail on demand: through the global operator new (test/counting_allocator.hpp)
@@ -21,14 +21,7 @@
 #include <turnloop/write_lease.hpp>
 #include <turnloop/detail/pool/buffer_waiter.hpp>
 
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -45,8 +38,7 @@
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 using asio::local::stream_protocol;
 using namespace std::chrono_literals;
 
@@ -708,7 +700,13 @@ struct fail_large
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memory)
+namespace {
+const char* const ring_only = "turnloop's io_uring path needs Linux with "
+  "Asio's epoll reactor";
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memory,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -742,7 +740,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memo
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call)
+BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -782,7 +781,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_that_cannot_be_recorded_is_refused_at_the_call)
   BOOST_TEST((pool.stats().path == turnloop::io_path::io_uring));
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_call)
+BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_call,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -826,7 +826,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_ca
   BOOST_TEST(pool.stats().leased == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn)
+BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_delivered_in_a_later_turn,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;
@@ -860,7 +861,8 @@ BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_de
   BOOST_TEST(l.stats().operations.in_use == 0u);
 }
 
-BOOST_AUTO_TEST_CASE(a_ring_write_that_cannot_be_recorded_is_refused_at_the_call_and_its_lease_returns)
+BOOST_AUTO_TEST_CASE(a_ring_write_that_cannot_be_recorded_is_refused_at_the_call_and_its_lease_returns,
+    * test::only_where(turnloop::detail::has_io_uring_path, ring_only))
 {
   if (test::io_uring_skipped())
     return;

@@ -13,30 +13,13 @@
 #define BOOST_TEST_MODULE blocking
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <latch>
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <stop_token>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -44,8 +27,7 @@
 
 #include "blocking_support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 
@@ -59,7 +41,6 @@ struct disk_error : std::runtime_error
   {
   }
 };
-
 
 } // namespace
 
@@ -180,7 +161,7 @@ BOOST_AUTO_TEST_CASE(use_awaitable_throws_the_refusal_as_a_system_error)
           co_await asio::this_coro::executor, [&] { ran = true; },
           asio::use_awaitable);
     }
-    catch (const boost::system::system_error& e)
+    catch (const turnloop::system_error& e)
     {
       caught = e.code();
     }
@@ -231,7 +212,7 @@ BOOST_AUTO_TEST_CASE(use_future_throws_a_refusal)
     f.get();
     BOOST_FAIL("expected a system_error");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST((e.code() == turnloop::error::resource_limit));
   }
@@ -301,7 +282,7 @@ BOOST_AUTO_TEST_CASE(an_awaitable_operator_cancels_the_loser_through_its_stop_to
   asio::co_spawn(l, [&]() -> asio::awaitable<void> {
     using namespace asio::experimental::awaitable_operators;
     auto ex = co_await asio::this_coro::executor;
-    auto job = [&](std::stop_token stop) {
+    auto job = [&](turnloop::stop_token stop) {
       started = true;
       saw_stop = test::wait_for([&] { return stop.stop_requested(); });
     };
@@ -471,7 +452,7 @@ BOOST_AUTO_TEST_CASE(a_running_job_sees_the_request_on_its_stop_token_and_its_re
   std::string outcome;
   asio::post(l, [&] {
     turnloop::async_blocking(l,
-        [&](std::stop_token stop) {
+        [&](turnloop::stop_token stop) {
           started = true;
           const bool asked = test::wait_for([&] { return stop.stop_requested(); });
           return std::string(asked ? "stopped early" : "ran out");
@@ -593,7 +574,7 @@ BOOST_AUTO_TEST_CASE(run_does_not_return_while_a_job_is_undelivered)
   std::thread opener([&] {
     // The loop has nothing else to do: it parks rather than returning.
     test::wait_for([&] { return loop_tid.load() != 0; });
-    test::wait_for([&] { return test::parked_in_epoll(loop_tid); });
+    test::wait_for([&] { return test::parked_in_reactor(loop_tid); });
     may_end.open = true;
   });
   l.run();
@@ -643,7 +624,7 @@ BOOST_AUTO_TEST_CASE(results_made_ready_while_the_loop_is_parked_cost_few_wakes)
   });
   std::thread loop_thread([&] { l.run(); });
   BOOST_TEST(test::wait_for([&] { return loop_tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(loop_tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(loop_tid); }));
   may_end.open = true;
   BOOST_TEST(test::wait_for([&] { return delivered.load() == 200; }));
   std::atomic<std::uint64_t> wakes{0};
@@ -710,7 +691,7 @@ BOOST_AUTO_TEST_CASE(an_executor_of_another_context_is_rejected_at_the_call)
         [](error_code, std::exception_ptr) {});
     BOOST_FAIL("expected a system_error");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST((e.code() == asio::error::operation_not_supported));
   }

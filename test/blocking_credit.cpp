@@ -14,7 +14,7 @@
 #define BOOST_TEST_MODULE blocking_credit
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -31,8 +31,7 @@
 
 #include "blocking_support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 

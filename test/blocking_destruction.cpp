@@ -12,22 +12,15 @@
 #define BOOST_TEST_MODULE blocking_destruction
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <memory>
-#include <stop_token>
 #include <thread>
 
 #include "blocking_support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 
@@ -41,7 +34,7 @@ struct tracker
 // A job that runs until it is asked to stop.
 auto until_stopped(std::shared_ptr<tracker> t, std::atomic<bool>& started)
 {
-  return [t, &started](std::stop_token stop) {
+  return [t, &started](turnloop::stop_token stop) {
     ++t->jobs_ran;
     started = true;
     test::wait_for([&] { return stop.stop_requested(); });
@@ -126,7 +119,7 @@ BOOST_AUTO_TEST_CASE(the_destructor_waits_for_a_running_job_that_ignores_the_sto
     turnloop::loop l;
     asio::post(l, [&] {
       turnloop::async_blocking(l,
-          [&](std::stop_token stop) {
+          [&](turnloop::stop_token stop) {
             started = true;
             test::wait_for([&] { return stop.stop_requested(); });
             saw_stop = true;
@@ -220,7 +213,7 @@ BOOST_AUTO_TEST_CASE(loops_destroyed_right_after_their_last_delivery)
     turnloop::loop l;
     for (int j = 0; j < 8; ++j)
     {
-      turnloop::async_blocking(l, [](std::stop_token) { return 1; },
+      turnloop::async_blocking(l, [](turnloop::stop_token) { return 1; },
           [&](error_code, std::exception_ptr, int v) { delivered += v; });
     }
     l.run();

@@ -14,21 +14,17 @@
 #define BOOST_TEST_MODULE blocking_threads
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <memory>
 #include <random>
-#include <stop_token>
 #include <thread>
 #include <vector>
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 
@@ -141,7 +137,7 @@ private:
       r.ran = true;
       return i;
     };
-    auto stoppable = [&r, i](std::stop_token stop) {
+    auto stoppable = [&r, i](turnloop::stop_token stop) {
       r.ran = true;
       for (int spin = 0; spin < 2000 && !stop.stop_requested(); ++spin)
         std::this_thread::yield();

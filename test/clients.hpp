@@ -9,9 +9,9 @@
 #ifndef TURNLOOP_TEST_CLIENTS_HPP
 #define TURNLOOP_TEST_CLIENTS_HPP
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
+#include "asio.hpp"
 
+#include <cerrno>
 #include <ctime>
 #include <vector>
 
@@ -23,17 +23,17 @@
 namespace test {
 
 /// The loopback address, port 0 (any free port).
-inline boost::asio::ip::tcp::endpoint loopback()
+inline asio::ip::tcp::endpoint loopback()
 {
-  return {boost::asio::ip::address_v4::loopback(), 0};
+  return {asio::ip::address_v4::loopback(), 0};
 }
 
 /// @p n blocking clients on @p ctx, each connected to @p to.
-inline std::vector<boost::asio::ip::tcp::socket> connect_clients(
-    boost::asio::io_context& ctx, const boost::asio::ip::tcp::endpoint& to,
+inline std::vector<asio::ip::tcp::socket> connect_clients(
+    asio::io_context& ctx, const asio::ip::tcp::endpoint& to,
     int n)
 {
-  std::vector<boost::asio::ip::tcp::socket> clients;
+  std::vector<asio::ip::tcp::socket> clients;
   for (int i = 0; i < n; ++i)
   {
     clients.emplace_back(ctx);
@@ -44,12 +44,19 @@ inline std::vector<boost::asio::ip::tcp::socket> connect_clients(
 
 /// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
 /// timeout.
-inline bool greeted(boost::asio::ip::tcp::socket& client)
+inline bool greeted(asio::ip::tcp::socket& client)
 {
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   char c = 0;
-  return ::recv(client.native_handle(), &c, 1, 0) == 1 && c == 'x';
+  // With a receive timeout, a signal (or, on Asio's io_uring backend, the
+  // kernel's notice of a completion to this thread's ring) ends recv() with
+  // EINTR instead of restarting it.
+  ssize_t got;
+  do
+    got = ::recv(client.native_handle(), &c, 1, 0);
+  while (got < 0 && errno == EINTR);
+  return got == 1 && c == 'x';
 }
 
 } // namespace test

@@ -50,7 +50,7 @@ std::string refusal(const turnloop::config& c)
   {
     c.validate();
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == turnloop::error::invalid_config);
     return e.what();
@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(every_field_out_of_range_is_refused_by_name)
         const std::string what = refusal(c);
         BOOST_TEST(what.find(std::string(f.name) + " is") != std::string::npos);
 
-        boost::system::error_code ec;
+        turnloop::error_code ec;
         c.validate(ec);
         BOOST_TEST(ec == turnloop::error::invalid_config);
       }
@@ -118,7 +118,7 @@ BOOST_AUTO_TEST_CASE(every_field_out_of_range_is_refused_by_name)
 
 BOOST_AUTO_TEST_CASE(the_error_code_overload_clears_on_success)
 {
-  boost::system::error_code ec = turnloop::error::resource_limit;
+  turnloop::error_code ec = turnloop::error::resource_limit;
   turnloop::config().validate(ec);
   BOOST_TEST(!ec);
 }
@@ -132,9 +132,40 @@ BOOST_AUTO_TEST_CASE(the_loop_constructor_refuses_an_invalid_config)
     turnloop::loop l(c);
     BOOST_FAIL("constructed a loop with events_per_turn = 0");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == turnloop::error::invalid_config);
     BOOST_TEST(std::string(e.what()).find("events_per_turn") != std::string::npos);
   }
+}
+
+BOOST_AUTO_TEST_CASE(io_uring_is_refused_by_name_where_the_build_has_no_io_uring_path)
+{
+  // Linux with Asio's epoll reactor has turnloop's io_uring path
+  // (detail/platform.hpp); anywhere else a config that requires it is
+  // invalid, and says why, rather than quietly reading through the reactor.
+  turnloop::config c;
+  c.pooled_io = turnloop::io_path::io_uring;
+  turnloop::error_code ec;
+  c.validate(ec);
+  if (turnloop::detail::has_io_uring_path)
+  {
+    BOOST_TEST(!ec);
+    return;
+  }
+  BOOST_TEST(ec == turnloop::error::invalid_config);
+  try
+  {
+    c.validate();
+    BOOST_ERROR("validate() accepted io_path::io_uring");
+  }
+  catch (const turnloop::system_error& e)
+  {
+    BOOST_TEST(e.code() == turnloop::error::invalid_config);
+    const std::string what = e.what();
+    BOOST_TEST(what.find("pooled_io") != std::string::npos);
+    BOOST_TEST(what.find(TURNLOOP_REACTOR_NAME) != std::string::npos);
+  }
+  c.pooled_io = turnloop::io_path::automatic;
+  BOOST_CHECK_NO_THROW(c.validate());
 }

@@ -18,16 +18,37 @@
 #   test/consumers.sh /path/include
 #                                  a newer Asio's headers in front of
 #                                  Boost's (TURNLOOP_ASIO_INCLUDE_DIR)
+#   test/consumers.sh --standalone /path/include
+#                                  standalone Asio (TURNLOOP_STANDALONE_ASIO):
+#                                  each consumer build also lists the
+#                                  headers it opens (-H), and fails if one is
+#                                  Boost's
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+standalone=no
+if [ "${1:-}" = --standalone ]; then
+  standalone=yes
+  shift
+fi
 asio_dir=${1:-}
 cmake_asio=()
+consumer_flags=()
+if [ "$standalone" = yes ] && [ -z "$asio_dir" ]; then
+  echo "consumers: --standalone needs standalone Asio's include directory"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 if [ -n "$asio_dir" ]; then
   asio_dir=$(realpath "$asio_dir")
-  if [ ! -f "$asio_dir/boost/asio/version.hpp" ]; then
-    echo "consumers: no boost/asio/version.hpp under $asio_dir"
+  if [ "$standalone" = yes ]; then
+    header=asio/version.hpp
+  else
+    header=boost/asio/version.hpp
+  fi
+  if [ ! -f "$asio_dir/$header" ]; then
+    echo "consumers: no $header under $asio_dir"
     echo "0 passed, 1 failed"
     exit 1
   fi
@@ -43,6 +64,27 @@ if [ -n "$asio_dir" ]; then
   cp -r "$asio_dir" "$work/asio"
   cmake_asio=(-DTURNLOOP_ASIO_INCLUDE_DIR="$work/asio")
 fi
+if [ "$standalone" = yes ]; then
+  cmake_asio+=(-DTURNLOOP_STANDALONE_ASIO=ON)
+  consumer_flags=(-H)
+fi
+
+# Runs "$@" with its output in file $1; on failure shows the end of it.
+logged() {
+  local log=$1; shift
+  "$@" >"$log" 2>&1 || { tail -30 "$log"; return 1; }
+}
+
+# On standalone Asio: fails if log $1, of a build with -H, opened a header
+# of Boost's.
+boost_free() {
+  [ "$standalone" = yes ] || return 0
+  if grep -E '^\.+ .*boost/' "$1" | head -3 | grep .; then
+    echo "the consumer's build opened Boost's headers (above)"
+    return 1
+  fi
+  echo "the consumer's build opened $(grep -c '^\.' "$1") headers, none of Boost's"
+}
 logs=$root/bin/consumers
 mkdir -p "$logs"
 rm -f "$logs"/*.log
@@ -100,16 +142,19 @@ printf '%-8s %-28s    %s  (%ds)\n' consumer "cmake install (prefix)" "$status" \
 way_find_package() {
   [ "$install_ok" = 1 ] || { echo "install failed, see install.log"; return 1; }
   cmake -S test/consumer -B "$work/find_package" -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_PREFIX_PATH="$prefix" \
+      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_FLAGS="${consumer_flags[*]}" \
     && grep -q "^turnloop_DIR:PATH=$prefix/" "$work/find_package/CMakeCache.txt" \
-    && cmake --build "$work/find_package" -j"$jobs" \
+    && logged "$work/find_package.log" cmake --build "$work/find_package" -j"$jobs" \
+    && boost_free "$work/find_package.log" \
     && run_programs "$work/find_package" "$1"
 }
 
 way_add_subdirectory() {
   cmake -S test/consumer -B "$work/add_subdirectory" -DCMAKE_BUILD_TYPE=Release \
       -DTURNLOOP_SOURCE_DIR="$root" "${cmake_asio[@]}" \
-    && cmake --build "$work/add_subdirectory" -j"$jobs" \
+      -DCMAKE_CXX_FLAGS="${consumer_flags[*]}" \
+    && logged "$work/add_subdirectory.log" cmake --build "$work/add_subdirectory" -j"$jobs" \
+    && boost_free "$work/add_subdirectory.log" \
     && run_programs "$work/add_subdirectory" "$1"
 }
 
@@ -121,8 +166,9 @@ way_FetchContent() {
   fi
   cmake -S test/consumer -B "$work/FetchContent" -DCMAKE_BUILD_TYPE=Release \
       -DTURNLOOP_GIT_REPOSITORY="$root" -DTURNLOOP_GIT_TAG="$head" \
-      "${cmake_asio[@]}" \
-    && cmake --build "$work/FetchContent" -j"$jobs" \
+      "${cmake_asio[@]}" -DCMAKE_CXX_FLAGS="${consumer_flags[*]}" \
+    && logged "$work/FetchContent.log" cmake --build "$work/FetchContent" -j"$jobs" \
+    && boost_free "$work/FetchContent.log" \
     && run_programs "$work/FetchContent" "$1"
 }
 
@@ -134,12 +180,15 @@ way_pkg_config() {
   export PKG_CONFIG_PATH=${pc%/*}
   mkdir -p "$out"
   local compiled=(g++ -std=c++20 -O2 test/consumer/main.cpp -o "$out/consumer"
-    $(pkg-config --cflags --libs turnloop))
+    $(pkg-config --cflags --libs turnloop) "${consumer_flags[@]}")
   local header_only=(g++ -std=c++20 -O2 -DTURNLOOP_HEADER_ONLY
     test/consumer/main.cpp -o "$out/consumer_header_only"
-    $(pkg-config --cflags turnloop) -pthread)
-  echo "${compiled[*]}" && "${compiled[@]}" \
-    && echo "${header_only[*]}" && "${header_only[@]}" \
+    $(pkg-config --cflags turnloop) -pthread "${consumer_flags[@]}")
+  echo "${compiled[*]}" && logged "$out/compiled.log" "${compiled[@]}" \
+    && boost_free "$out/compiled.log" \
+    && echo "${header_only[*]}" \
+    && logged "$out/header_only.log" "${header_only[@]}" \
+    && boost_free "$out/header_only.log" \
     && run_programs "$out" "$1"
 }
 

@@ -28,7 +28,7 @@ BOOST_AUTO_TEST_CASE(every_error_has_its_own_message)
 
 BOOST_AUTO_TEST_CASE(the_enum_converts_to_boost_and_std_error_codes)
 {
-  boost::system::error_code ec = turnloop::error::resource_limit;
+  turnloop::error_code ec = turnloop::error::resource_limit;
   BOOST_TEST(ec == turnloop::error::resource_limit);
   BOOST_TEST(ec != turnloop::error::invalid_config);
   BOOST_TEST(&ec.category() == &turnloop::error_category());
@@ -42,9 +42,9 @@ BOOST_AUTO_TEST_CASE(a_system_error_carries_the_code)
 {
   try
   {
-    throw boost::system::system_error(turnloop::error::already_running);
+    throw turnloop::system_error(turnloop::error::already_running);
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == turnloop::error::already_running);
   }

@@ -18,8 +18,7 @@
 #include <turnloop/error.hpp>
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/post.hpp>
-#include <boost/system/system_error.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -30,7 +29,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {
@@ -87,7 +85,7 @@ template <typename Submit>
 figures flood(turnloop::loop& l, Submit submit)
 {
   figures f;
-  auto completed = [&f](const boost::system::error_code& ec) {
+  auto completed = [&f](const turnloop::error_code& ec) {
     ++f.invoked;
     if (!ec)
       ++f.succeeded;
@@ -107,7 +105,7 @@ figures flood(turnloop::loop& l, Submit submit)
         {
           submit(completed);
         }
-        catch (const boost::system::system_error& e)
+        catch (const turnloop::system_error& e)
         {
           if (e.code() == turnloop::error::resource_limit)
             ++f.thrown;
@@ -148,7 +146,7 @@ BOOST_AUTO_TEST_CASE(a_foreign_async_blocking_flood_queues_no_more_than_the_ceil
     turnloop::loop l(small_ceilings());
     figures r = flood(l, [&](auto completed) {
       turnloop::async_blocking(l, [] { return 1; },
-          [completed](boost::system::error_code ec, std::exception_ptr,
+          [completed](turnloop::error_code ec, std::exception_ptr,
             int) { completed(ec); });
     });
     // The service counts the same admissions.
@@ -171,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_foreign_async_blocking_long_flood_queues_no_more_than_the
     turnloop::loop l(small_ceilings());
     return flood(l, [&](auto completed) {
       turnloop::async_blocking_long(l, [] {},
-          [completed](boost::system::error_code ec, std::exception_ptr) {
+          [completed](turnloop::error_code ec, std::exception_ptr) {
             completed(ec);
           });
     });
@@ -188,7 +186,7 @@ BOOST_AUTO_TEST_CASE(a_foreign_async_lease_flood_queues_no_more_than_the_ceiling
     turnloop::loop l(small_ceilings());
     auto& pool = asio::use_service<turnloop::buffer_pool>(l);
     return flood(l, [&](auto completed) {
-      pool.async_lease([completed](boost::system::error_code ec,
+      pool.async_lease([completed](turnloop::error_code ec,
             turnloop::buffer_lease) { completed(ec); });
     });
   });

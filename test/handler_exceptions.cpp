@@ -15,13 +15,7 @@
 #define BOOST_TEST_MODULE handler_exceptions
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <memory>
 #include <stdexcept>
@@ -30,9 +24,8 @@
 
 #include "blocking_support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 

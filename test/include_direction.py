@@ -2,8 +2,8 @@
 """Checks that includes flow one way: public header -> impl -> detail.
 
 The rule (doc/design.md, "Where things are"):
-- a vocabulary header (config.hpp, error.hpp, *_stats.hpp: plain values that
-  detail code fills or throws) includes, of turnloop's headers, only
+- a vocabulary header (config.hpp, error.hpp, stop_token.hpp, *_stats.hpp:
+  plain values that detail code fills, throws or hands over) includes, of turnloop's headers, only
   detail/config.hpp (macros), other vocabulary headers and its own bodies
   (impl/<name>.ipp, header-only);
 - a header under detail/ includes, of turnloop's public headers, only
@@ -36,7 +36,8 @@ def is_vocabulary(header):
     """header: a path under include/, e.g. "turnloop/loop_stats.hpp"."""
     name = header.removeprefix("turnloop/")
     return "/" not in name and (
-        name in ("config.hpp", "error.hpp") or name.endswith("_stats.hpp"))
+        name in ("config.hpp", "error.hpp", "stop_token.hpp")
+        or name.endswith("_stats.hpp"))
 
 
 def is_public(header):

@@ -14,13 +14,7 @@
 
 #include "support.hpp"
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/version.hpp>
-
-#if BOOST_ASIO_VERSION >= 103400
-# include <boost/asio/config.hpp>
-#endif // BOOST_ASIO_VERSION >= 103400
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -28,8 +22,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -39,7 +31,7 @@ void check_loop_runs(turnloop::loop& l)
 {
   std::atomic<bool> timer_fired{false};
   asio::steady_timer t(l, std::chrono::milliseconds(1));
-  t.async_wait([&](boost::system::error_code ec) { timer_fired = !ec; });
+  t.async_wait([&](turnloop::error_code ec) { timer_fired = !ec; });
 
   std::atomic<bool> posted{false};
   bool parked = false;
@@ -49,7 +41,7 @@ void check_loop_runs(turnloop::loop& l)
     // Once the timer has fired the loop blocks in epoll_wait, with only the
     // guard left: the post must wake it.
     parked = test::wait_for([&] {
-      return timer_fired.load() && test::parked_in_epoll(loop_thread);
+      return timer_fired.load() && test::parked_in_reactor(loop_thread);
     });
     asio::post(l, [&] { posted = true; guard.reset(); });
   });
@@ -64,13 +56,13 @@ void check_loop_runs(turnloop::loop& l)
 
 BOOST_AUTO_TEST_CASE(the_asio_in_use_is_within_the_tested_range)
 {
-  BOOST_TEST(BOOST_ASIO_VERSION >= TURNLOOP_ASIO_OLDEST_TESTED);
-  BOOST_TEST(BOOST_ASIO_VERSION <= TURNLOOP_ASIO_NEWEST_TESTED);
+  BOOST_TEST(TURNLOOP_ASIO_VERSION >= TURNLOOP_ASIO_OLDEST_TESTED);
+  BOOST_TEST(TURNLOOP_ASIO_VERSION <= TURNLOOP_ASIO_NEWEST_TESTED);
   turnloop::loop l;
   check_loop_runs(l);
 }
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
 namespace {
 
@@ -87,7 +79,7 @@ std::string refusal_of(const char* text)
   {
     turnloop::loop l{asio::config_from_string(text)};
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == make_error_code(turnloop::error::invalid_config));
     return e.what();
@@ -133,6 +125,7 @@ BOOST_AUTO_TEST_CASE(a_loop_pins_locking_spinning_and_waits_the_program_left_uns
   BOOST_TEST(setting(l, "scheduler", "locking_spin_count") == 0);
   BOOST_TEST(setting(l, "scheduler", "task_usec") == -1);
   BOOST_TEST(setting(l, "scheduler", "wait_usec") == -1);
+  BOOST_TEST(setting(l, "scheduler", "assume_continuation") == 1);
   BOOST_TEST(setting(l, "reactor", "registration_locking") == 1);
   BOOST_TEST(setting(l, "reactor", "registration_locking_spin_count") == 0);
   BOOST_TEST(setting(l, "reactor", "io_locking") == 1);
@@ -146,6 +139,7 @@ BOOST_AUTO_TEST_CASE(a_loop_refuses_each_setting_it_cannot_run_with_and_names_it
     {"scheduler.locking_spin_count=100", "scheduler.locking_spin_count"},
     {"scheduler.task_usec=0", "scheduler.task_usec"},
     {"scheduler.wait_usec=500", "scheduler.wait_usec"},
+    {"scheduler.assume_continuation=0", "scheduler.assume_continuation"},
     {"reactor.registration_locking=0", "reactor.registration_locking"},
     {"reactor.registration_locking_spin_count=8",
       "reactor.registration_locking_spin_count"},
@@ -225,16 +219,16 @@ BOOST_AUTO_TEST_CASE(a_loop_from_a_service_maker_still_checks_its_own_config)
     turnloop::loop l(asio::config_from_string(""), cfg);
     BOOST_FAIL("an invalid turnloop::config was accepted");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(e.code() == make_error_code(turnloop::error::invalid_config));
     BOOST_TEST(std::string(e.what()).find("events_per_turn") != std::string::npos);
   }
 }
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
-#if BOOST_ASIO_VERSION >= 103600
+#if TURNLOOP_ASIO_VERSION >= 103600
 
 namespace {
 
@@ -316,10 +310,10 @@ BOOST_AUTO_TEST_CASE(a_loop_built_with_an_allocator_and_a_service_maker_pins_set
         asio::config_from_string("reactor.io_locking=0"));
     BOOST_FAIL("reactor.io_locking=0 was accepted");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     BOOST_TEST(std::string(e.what()).find("reactor.io_locking") != std::string::npos);
   }
 }
 
-#endif // BOOST_ASIO_VERSION >= 103600
+#endif // TURNLOOP_ASIO_VERSION >= 103600

@@ -13,21 +13,8 @@
 #define BOOST_TEST_MODULE loop_compatibility
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/io_context_strand.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/version.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
+#include "support.hpp"
 
 #include <array>
 #include <chrono>
@@ -36,7 +23,6 @@
 
 #include <unistd.h>
 
-namespace asio = boost::asio;
 using io_executor = asio::io_context::executor_type;
 using namespace std::chrono_literals;
 
@@ -73,7 +59,7 @@ BOOST_AUTO_TEST_CASE(the_loops_executor_converts_to_io_contexts_and_runs_on_the_
 
   bool on_loop = false;
   asio::post(ex, [&] { on_loop = l.get_executor().running_in_this_thread(); });
-  BOOST_TEST(l.run() == 1u);
+  BOOST_TEST(test::ran(l.run(), 1u));
   BOOST_TEST(on_loop);
 }
 
@@ -149,11 +135,11 @@ BOOST_AUTO_TEST_CASE(a_timer_typed_on_io_contexts_executor_built_from_the_loop_c
   asio::basic_waitable_timer<std::chrono::steady_clock,
       asio::wait_traits<std::chrono::steady_clock>, io_executor> t(l, 1ms);
   bool on_loop = false;
-  t.async_wait([&](boost::system::error_code ec) {
+  t.async_wait([&](turnloop::error_code ec) {
     BOOST_TEST(!ec);
     on_loop = l.get_executor().running_in_this_thread();
   });
-  BOOST_TEST(l.run() == 1u);
+  BOOST_TEST(test::ran(l.run(), 1u));
   BOOST_TEST(on_loop);
 }
 
@@ -174,21 +160,21 @@ BOOST_AUTO_TEST_CASE(sockets_and_descriptors_typed_on_io_contexts_executor_run_o
   std::array<char, 4> from_pipe{};
   int done = 0;
   asio::async_read(b, asio::buffer(from_socket),
-      [&](boost::system::error_code ec, std::size_t n) {
+      [&](turnloop::error_code ec, std::size_t n) {
         BOOST_TEST(!ec);
         BOOST_TEST(n == 4u);
         ++done;
       });
   asio::async_read(in, asio::buffer(from_pipe),
-      [&](boost::system::error_code ec, std::size_t n) {
+      [&](turnloop::error_code ec, std::size_t n) {
         BOOST_TEST(!ec);
         BOOST_TEST(n == 4u);
         ++done;
       });
   asio::async_write(a, asio::buffer("ping", 4),
-      [&](boost::system::error_code ec, std::size_t) { BOOST_TEST(!ec); ++done; });
+      [&](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); ++done; });
   asio::async_write(out, asio::buffer("pipe", 4),
-      [&](boost::system::error_code ec, std::size_t) { BOOST_TEST(!ec); ++done; });
+      [&](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); ++done; });
   l.run();
   BOOST_TEST(done == 4);
   BOOST_TEST(std::string(from_socket.data(), 4) == "ping");
@@ -317,7 +303,7 @@ BOOST_AUTO_TEST_CASE(bind_executor_with_io_contexts_executor_runs_the_handler_on
   asio::steady_timer t(l, 1ms);
   const io_executor ex = l.get_executor();
   bool ran = false;
-  t.async_wait(asio::bind_executor(ex, [&](boost::system::error_code ec) {
+  t.async_wait(asio::bind_executor(ex, [&](turnloop::error_code ec) {
     BOOST_TEST(!ec);
     ran = l.get_executor().running_in_this_thread();
   }));
@@ -339,7 +325,7 @@ BOOST_AUTO_TEST_CASE(any_io_executor_holds_the_loops_executor_not_io_contexts)
   BOOST_TEST(base.target<io_executor>() != nullptr);
 }
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
 namespace {
 
@@ -376,4 +362,4 @@ BOOST_AUTO_TEST_CASE(a_loop_is_built_with_initial_services_like_io_context)
   BOOST_TEST(ran == 1);
 }
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400

@@ -13,22 +13,18 @@
 #define BOOST_TEST_MODULE loop_completion_order
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <array>
 #include <atomic>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using stream = asio::local::stream_protocol;
 
 namespace {
@@ -66,12 +62,12 @@ sequence queued_write_then_ready_read(Context& ctx)
   pair<Context> p(ctx);
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   p.make_readable();
   p.near.async_write_some(asio::buffer("w", 1),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "write failed" : "write");
       });
   ctx.run();
@@ -91,7 +87,7 @@ sequence write_from_a_handler_and_a_ready_read(Context& ctx, data_arrives when)
   pair<Context> p(ctx);
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   if (when == data_arrives::before_the_post)
@@ -99,7 +95,7 @@ sequence write_from_a_handler_and_a_ready_read(Context& ctx, data_arrives when)
   asio::post(ctx, [&] {
     seen.push_back("handler");
     p.near.async_write_some(asio::buffer("w", 1),
-        [&](boost::system::error_code ec, std::size_t) {
+        [&](turnloop::error_code ec, std::size_t) {
           seen.push_back(ec ? "write failed" : "write");
         });
     if (when == data_arrives::after_the_write)
@@ -130,10 +126,10 @@ sequence ready_reads_before_the_writes_they_start(Context& ctx)
     pair<Context>& p = *pairs[i];
     const std::string name = std::to_string(i);
     p.near.async_read_some(asio::buffer(in[i]),
-        [&seen, &p, name](boost::system::error_code ec, std::size_t) {
+        [&seen, &p, name](turnloop::error_code ec, std::size_t) {
           seen.push_back(ec ? "read failed" : "read " + name);
           p.near.async_write_some(asio::buffer("w", 1),
-              [&seen, name](boost::system::error_code ec, std::size_t) {
+              [&seen, name](turnloop::error_code ec, std::size_t) {
                 seen.push_back(ec ? "write failed" : "write " + name);
               });
         });
@@ -156,13 +152,16 @@ turnloop::config budget_of(std::size_t events)
 namespace {
 
 // Runs @p scenario on io_context, which must give @p expected, then on a loop,
-// which must give the same.
+// which must give the same. @p expected is what the reactors give; Asio's
+// io_uring backend orders completions as the kernel reports them, so there
+// the loop must give io_context's order, whatever it is.
 template <typename Scenario>
 void same_order_as_io_context(Scenario scenario, const sequence& expected)
 {
   asio::io_context ioc(1);
   const sequence stock = scenario(ioc);
-  BOOST_TEST(stock == expected, boost::test_tools::per_element());
+  if (std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring")
+    BOOST_TEST(stock == expected, boost::test_tools::per_element());
 
   turnloop::loop l;
   const sequence ours = scenario(l);
@@ -228,7 +227,7 @@ sequence post_then_data_from_another_thread(turnloop::loop& l, Executor ex)
   l.restart();
   std::array<char, 8> in{};
   p.near.async_read_some(asio::buffer(in),
-      [&](boost::system::error_code ec, std::size_t) {
+      [&](turnloop::error_code ec, std::size_t) {
         seen.push_back(ec ? "read failed" : "read");
       });
   std::atomic<pid_t> loop_thread{0};
@@ -237,7 +236,7 @@ sequence post_then_data_from_another_thread(turnloop::loop& l, Executor ex)
     l.run();
   });
   const bool parked = test::wait_for([&] {
-    return loop_thread != 0 && test::parked_in_epoll(loop_thread);
+    return loop_thread != 0 && test::parked_in_reactor(loop_thread);
   });
   BOOST_TEST(parked);
   asio::post(ex, [&] { seen.push_back("post"); });

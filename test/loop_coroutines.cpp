@@ -10,26 +10,7 @@
 #define BOOST_TEST_MODULE loop_coroutines
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/io_context_strand.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/read_until.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/streambuf.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <stdexcept>
@@ -37,7 +18,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::awaitable;
 using asio::use_awaitable;
 using asio::ip::tcp;
@@ -169,7 +149,7 @@ BOOST_AUTO_TEST_CASE(co_spawn_with_deferred_starts_when_invoked)
 BOOST_AUTO_TEST_CASE(as_tuple_delivers_errors_as_values)
 {
   turnloop::loop l;
-  boost::system::error_code result;
+  turnloop::error_code result;
   asio::co_spawn(l, [&]() -> awaitable<void> {
         asio::steady_timer t(co_await asio::this_coro::executor, 1h);
         asio::post(co_await asio::this_coro::executor, [&] { t.cancel(); });
@@ -233,11 +213,11 @@ BOOST_AUTO_TEST_CASE(a_cancellation_slot_cancels_one_operation)
   asio::cancellation_signal signal;
   asio::steady_timer t(l, 1h);
   asio::steady_timer other(l, 5ms);
-  boost::system::error_code cancelled;
-  boost::system::error_code untouched = asio::error::would_block;
+  turnloop::error_code cancelled;
+  turnloop::error_code untouched = asio::error::would_block;
   t.async_wait(asio::bind_cancellation_slot(signal.slot(),
-        [&](boost::system::error_code ec) { cancelled = ec; }));
-  other.async_wait([&](boost::system::error_code ec) { untouched = ec; });
+        [&](turnloop::error_code ec) { cancelled = ec; }));
+  other.async_wait([&](turnloop::error_code ec) { untouched = ec; });
   asio::post(l, [&] { signal.emit(asio::cancellation_type::all); });
   l.run();
   BOOST_TEST(cancelled == asio::error::operation_aborted);
@@ -355,7 +335,7 @@ BOOST_AUTO_TEST_CASE(io_context_strand_works_on_a_loop)
   BOOST_TEST(order == (std::vector<int>{1, 2, 3}));
 }
 
-#if BOOST_ASIO_VERSION < 103400
+#if TURNLOOP_ASIO_VERSION < 103400
 // Asio 1.34 (Boost 1.87) removed the one-argument strand::post and dispatch.
 BOOST_AUTO_TEST_CASE(io_context_strand_members_work_on_a_loop)
 {
@@ -369,4 +349,4 @@ BOOST_AUTO_TEST_CASE(io_context_strand_members_work_on_a_loop)
   l.run();
   BOOST_TEST(order == (std::vector<int>{1, 2}));
 }
-#endif // BOOST_ASIO_VERSION < 103400
+#endif // TURNLOOP_ASIO_VERSION < 103400

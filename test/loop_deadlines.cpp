@@ -15,9 +15,7 @@
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/detail/engine/turn_source.hpp>
 
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <optional>
@@ -25,7 +23,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 namespace {

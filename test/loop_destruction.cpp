@@ -14,15 +14,7 @@
 #define BOOST_TEST_MODULE loop_destruction
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "asio.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -34,7 +26,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
@@ -129,7 +120,7 @@ BOOST_AUTO_TEST_CASE(pending_timers_and_reads_are_destroyed_not_run)
   {
     turnloop::loop l;
     asio::steady_timer timer(l, 1h);
-    timer.async_wait([t](boost::system::error_code) { ++t->ran; });
+    timer.async_wait([t](turnloop::error_code) { ++t->ran; });
     tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
     tcp::socket client(l);
     tcp::socket server(l);
@@ -137,8 +128,8 @@ BOOST_AUTO_TEST_CASE(pending_timers_and_reads_are_destroyed_not_run)
     acceptor.accept(server);
     static char data[16];
     server.async_read_some(asio::buffer(data),
-        [t](boost::system::error_code, std::size_t) { ++t->ran; });
-    acceptor.async_accept([t](boost::system::error_code, tcp::socket) {
+        [t](turnloop::error_code, std::size_t) { ++t->ran; });
+    acceptor.async_accept([t](turnloop::error_code, tcp::socket) {
       ++t->ran;
     });
     l.poll();
@@ -192,7 +183,7 @@ BOOST_AUTO_TEST_CASE(a_handler_whose_destructor_posts_during_destruction)
     asio::post(l, posts_on_destruction(&l, t));
     asio::steady_timer timer(l, 1h);
     timer.async_wait([p = std::make_shared<posts_on_destruction>(&l, t)](
-          boost::system::error_code) {});
+          turnloop::error_code) {});
   }
   BOOST_TEST(t->ran == 0);
   BOOST_TEST(t.use_count() == 1);
@@ -209,7 +200,7 @@ BOOST_AUTO_TEST_CASE(pending_work_holding_tracked_executors_is_destroyed)
       // destroyed with the pending wait when the loop goes.
       timer.emplace(l, 1h);
       timer->async_wait([t, g = asio::make_work_guard(l)](
-            boost::system::error_code) { ++t->ran; });
+            turnloop::error_code) { ++t->ran; });
       asio::post(l, [&l] { l.stop(); });
     });
     l.run();
@@ -239,20 +230,19 @@ BOOST_AUTO_TEST_CASE(a_loop_that_threw_out_of_run_destroys_cleanly)
 BOOST_AUTO_TEST_CASE(a_context_made_where_a_loop_was_is_not_taken_for_it)
 {
   void* memory = ::operator new(std::max(sizeof(turnloop::loop),
-        sizeof(boost::asio::io_context)));
+        sizeof(asio::io_context)));
   auto* l = new (memory) turnloop::loop;
   BOOST_TEST(turnloop::detail::loop_of(*l) == l);
   BOOST_TEST(turnloop::detail::loop_of(*l) == l);
   l->~loop();
-  auto* ioc = new (memory) boost::asio::io_context;
+  auto* ioc = new (memory) asio::io_context;
   {
-    boost::asio::steady_timer timer(*ioc); // a reactor, but Asio's own
+    asio::steady_timer timer(*ioc); // a reactor, but Asio's own
     BOOST_TEST(turnloop::detail::loop_of(*ioc) == nullptr);
   }
   ioc->~io_context();
   ::operator delete(memory);
 }
-
 
 namespace {
 
@@ -271,7 +261,7 @@ struct acts_on_destruction
       action();
   }
   void operator()() {}
-  void operator()(boost::system::error_code) {}
+  void operator()(turnloop::error_code) {}
 };
 
 // Leaves two handlers for ~loop to destroy, each doing @p action: one in the
@@ -282,23 +272,23 @@ void destroy_loop_with(turnloop::loop& l, std::function<void()> action)
   asio::post(l, acts_on_destruction(action));
   auto timer = std::make_shared<asio::steady_timer>(l, 1h);
   timer->async_wait([timer, a = std::make_shared<acts_on_destruction>(action)](
-        boost::system::error_code) {});
+        turnloop::error_code) {});
 }
 
 void submit_blocking(turnloop::loop& l, std::shared_ptr<tracker> t)
 {
   turnloop::async_blocking(l, [t] { ++t->ran; return 1; },
-      [t](boost::system::error_code, std::exception_ptr, int) { ++t->ran; });
+      [t](turnloop::error_code, std::exception_ptr, int) { ++t->ran; });
 }
 
 void lease_both_ways(turnloop::loop& l, std::shared_ptr<tracker> t)
 {
   auto& pool = asio::use_service<turnloop::buffer_pool>(l);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   turnloop::buffer_lease lease = pool.try_lease(ec);
   if (lease)
     ++t->ran;
-  pool.async_lease([t](boost::system::error_code, turnloop::buffer_lease) {
+  pool.async_lease([t](turnloop::error_code, turnloop::buffer_lease) {
     ++t->ran;
   });
 }

@@ -10,13 +10,7 @@
 #define BOOST_TEST_MODULE loop_executor
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
+#include "asio.hpp"
 
 #include <memory>
 #include <optional>
@@ -24,8 +18,7 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
-namespace execution = boost::asio::execution;
+namespace execution = asio::execution;
 using executor = turnloop::loop::executor_type;
 
 // The concept and every property the executor claims.
@@ -84,11 +77,11 @@ BOOST_AUTO_TEST_CASE(queries_report_the_loop_and_defaults)
   BOOST_TEST((asio::query(ex, execution::outstanding_work)
       == execution::outstanding_work.untracked));
   BOOST_TEST((asio::query(ex, execution::mapping) == execution::mapping.thread));
-#if BOOST_ASIO_VERSION >= 103800
+#if TURNLOOP_ASIO_VERSION >= 103800
   // As io_context's executor answers from Asio 1.38.
   BOOST_TEST((asio::query(ex, execution::inline_exception_handling)
       == execution::inline_exception_handling.capture));
-#endif // BOOST_ASIO_VERSION >= 103800
+#endif // TURNLOOP_ASIO_VERSION >= 103800
   BOOST_TEST(&ex.context() == &l);
 }
 
@@ -206,7 +199,7 @@ bool returned_instead_of_parking(turnloop::loop& l, std::thread& runner,
   });
   runner = std::thread([&] { l.run(); returned = true; });
   test::wait_for([&] { return tid.load() != 0; });
-  test::wait_for([&] { return returned.load() || test::parked_in_epoll(tid); });
+  test::wait_for([&] { return returned.load() || test::parked_in_reactor(tid); });
   return returned.load();
 }
 

@@ -15,13 +15,7 @@
 
 #include <turnloop/switch_to.hpp>
 
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -37,8 +31,7 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using turnloop::error_code;
 using namespace std::chrono_literals;
 
 namespace {
@@ -93,24 +86,24 @@ BOOST_AUTO_TEST_CASE(a_group_has_the_loops_it_was_asked_for_each_with_the_config
 
 BOOST_AUTO_TEST_CASE(a_size_of_zero_or_a_bad_config_is_refused_with_invalid_config)
 {
-  auto invalid = [](const boost::system::system_error& e) {
+  auto invalid = [](const turnloop::system_error& e) {
     return e.code() == turnloop::error::invalid_config;
   };
-  BOOST_CHECK_EXCEPTION(turnloop::loop_group(0), boost::system::system_error,
+  BOOST_CHECK_EXCEPTION(turnloop::loop_group(0), turnloop::system_error,
       invalid);
   BOOST_CHECK_EXCEPTION(turnloop::loop_group(turnloop::loop_group::max_size + 1),
-      boost::system::system_error, invalid);
+      turnloop::system_error, invalid);
   turnloop::config bad;
   bad.events_per_turn = 0;
   BOOST_CHECK_EXCEPTION(turnloop::loop_group(2, bad),
-      boost::system::system_error, invalid);
+      turnloop::system_error, invalid);
 }
 
 BOOST_AUTO_TEST_CASE(asking_for_a_loop_past_the_end_is_refused_with_invalid_argument)
 {
   turnloop::loop_group g(2);
-  BOOST_CHECK_EXCEPTION(g.loop(2), boost::system::system_error,
-      [](const boost::system::system_error& e) {
+  BOOST_CHECK_EXCEPTION(g.loop(2), turnloop::system_error,
+      [](const turnloop::system_error& e) {
         return e.code() == asio::error::invalid_argument
           && std::string(e.what()).find("index 2") != std::string::npos;
       });
@@ -272,12 +265,12 @@ BOOST_AUTO_TEST_CASE(a_second_run_while_the_group_runs_is_refused_with_already_r
   turnloop::loop_group g(2);
   auto guard = asio::make_work_guard(g.loop(0));
   g.start();
-  BOOST_CHECK_EXCEPTION(g.run(), boost::system::system_error,
-      [](const boost::system::system_error& e) {
+  BOOST_CHECK_EXCEPTION(g.run(), turnloop::system_error,
+      [](const turnloop::system_error& e) {
         return e.code() == turnloop::error::already_running;
       });
-  BOOST_CHECK_EXCEPTION(g.restart(), boost::system::system_error,
-      [](const boost::system::system_error& e) {
+  BOOST_CHECK_EXCEPTION(g.restart(), turnloop::system_error,
+      [](const turnloop::system_error& e) {
         return e.code() == turnloop::error::already_running;
       });
   g.stop();
@@ -378,9 +371,9 @@ BOOST_AUTO_TEST_CASE(stats_from_one_of_the_loops_is_refused_instead_of_deadlocki
     {
       g.stats();
     }
-    catch (const boost::system::system_error& e)
+    catch (const turnloop::system_error& e)
     {
-      refused = e.code() == boost::system::errc::resource_deadlock_would_occur;
+      refused = e.code() == std::errc::resource_deadlock_would_occur;
     }
   });
   g.run();

@@ -1,7 +1,7 @@
 //
 // test/loop_io_context_ref.cpp
 //
-// Existing code that takes `boost::asio::io_context&` and drives the context
+// Existing code that takes `asio::io_context&` and drives the context
 // itself (run, poll, stop, restart, get_executor through the base class)
 // works on a loop: nothing is lost or stuck.
 //
@@ -11,14 +11,7 @@
 #define BOOST_TEST_MODULE loop_io_context_ref
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <thread>
@@ -26,7 +19,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
@@ -45,7 +37,7 @@ struct legacy_component
   void start(int n)
   {
     timer.expires_after(1ms);
-    timer.async_wait([this, n](boost::system::error_code ec) {
+    timer.async_wait([this, n](turnloop::error_code ec) {
       if (ec)
         return;
       ++ticks;
@@ -248,8 +240,8 @@ BOOST_AUTO_TEST_CASE(base_run_one_runs_one_timer_or_socket_completion)
   asio::steady_timer t1(l), t2(l);
   t1.expires_after(0ms);
   t2.expires_after(0ms);
-  t1.async_wait([&](boost::system::error_code) { ++ran; });
-  t2.async_wait([&](boost::system::error_code) { ++ran; });
+  t1.async_wait([&](turnloop::error_code) { ++ran; });
+  t2.async_wait([&](turnloop::error_code) { ++ran; });
   std::size_t calls = 0;
   while (ran < 2 && calls < 100)
   {

@@ -14,13 +14,11 @@
 #define BOOST_TEST_MODULE loop_memory
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <vector>
 
 #include "support.hpp"
-
-namespace asio = boost::asio;
 
 namespace {
 

@@ -12,15 +12,12 @@
 #define BOOST_TEST_MODULE loop_stats
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
+#include "asio.hpp"
 
 #include <thread>
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
 
 BOOST_AUTO_TEST_CASE(every_ceiling_reports_its_limit_and_an_idle_loop_uses_none)
@@ -69,7 +66,7 @@ BOOST_AUTO_TEST_CASE(use_and_high_water_follow_the_work)
     turnloop::buffer_lease b = pool.try_lease();
     leased_inside = l.stats().pooled_buffers.in_use;
     turnloop::async_blocking(l, [] { return 1; },
-        [&](boost::system::error_code, std::exception_ptr, int) {});
+        [&](turnloop::error_code, std::exception_ptr, int) {});
     operations_inside = l.stats().operations.in_use;
   });
   l.run();
@@ -93,7 +90,7 @@ BOOST_AUTO_TEST_CASE(accepted_connections_count_as_handles)
   tcp::socket client(l);
   std::size_t handles_inside = 0;
   turnloop::async_accept(acceptor,
-      [&](boost::system::error_code ec, turnloop::accepted_socket<tcp> s) {
+      [&](turnloop::error_code ec, turnloop::accepted_socket<tcp> s) {
         BOOST_TEST(!ec);
         handles_inside = l.stats().handles.in_use;
       });

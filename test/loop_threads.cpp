@@ -11,10 +11,7 @@
 #define BOOST_TEST_MODULE loop_threads
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <thread>
@@ -22,7 +19,6 @@
 
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 BOOST_AUTO_TEST_SUITE(cross_thread, * test::threads_label())
@@ -91,7 +87,7 @@ BOOST_AUTO_TEST_CASE(a_parked_loop_is_woken_by_one_post)
   asio::post(l, [&] { tid = test::this_thread_id(); });
   std::thread loop_thread([&] { l.run(); });
   BOOST_TEST(test::wait_for([&] { return tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(tid); }));
 
   std::atomic<bool> ran{false};
   asio::post(l, [&] { ran = true; });
@@ -135,13 +131,13 @@ BOOST_AUTO_TEST_CASE(stop_from_another_thread_wakes_a_loop_blocked_in_epoll)
   turnloop::loop l;
   auto guard = asio::make_work_guard(l);
   asio::steady_timer far(l, 1h); // the reactor has a timer 1 h away
-  far.async_wait([](boost::system::error_code) {});
+  far.async_wait([](turnloop::error_code) {});
   std::atomic<pid_t> tid{0};
   std::atomic<bool> returned{false};
   asio::post(l, [&] { tid = test::this_thread_id(); });
   std::thread loop_thread([&] { l.run(); returned = true; });
   BOOST_TEST(test::wait_for([&] { return tid.load() != 0; }));
-  BOOST_TEST(test::wait_for([&] { return test::parked_in_epoll(tid); }));
+  BOOST_TEST(test::wait_for([&] { return test::parked_in_reactor(tid); }));
   BOOST_TEST(!returned.load());
 
   l.stop();

@@ -15,9 +15,7 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/read_pooled.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +45,8 @@ struct connections
 {
   connections(turnloop::loop& l, std::size_t n)
   {
-    using boost::asio::ip::tcp;
-    tcp::acceptor acceptor(l, {boost::asio::ip::address_v4::loopback(), 0});
+    using asio::ip::tcp;
+    tcp::acceptor acceptor(l, {asio::ip::address_v4::loopback(), 0});
     for (std::size_t i = 0; i != n; ++i)
     {
       clients.push_back(std::make_unique<tcp::socket>(l));
@@ -60,8 +58,8 @@ struct connections
     }
   }
 
-  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> servers;
-  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> clients;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> servers;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> clients;
 };
 
 /// Server side of one connection: reads pooled, writes the lease back with
@@ -70,10 +68,10 @@ struct connections
 class pooled_echo_session
 {
 public:
-  using write_function = std::function<void(boost::asio::ip::tcp::socket&,
-      turnloop::buffer_lease, std::function<void(boost::system::error_code)>)>;
+  using write_function = std::function<void(asio::ip::tcp::socket&,
+      turnloop::buffer_lease, std::function<void(turnloop::error_code)>)>;
 
-  explicit pooled_echo_session(boost::asio::ip::tcp::socket& s,
+  explicit pooled_echo_session(asio::ip::tcp::socket& s,
       write_function write = write_function())
     : socket_(s),
       write_(std::move(write))
@@ -82,7 +80,7 @@ public:
 
   void start()
   {
-    turnloop::async_read_pooled(socket_, [this](boost::system::error_code ec,
+    turnloop::async_read_pooled(socket_, [this](turnloop::error_code ec,
           turnloop::buffer_lease lease) {
       if (ec)
       {
@@ -90,15 +88,15 @@ public:
         return;
       }
       ++reads_;
-      auto next = [this](boost::system::error_code ec) {
+      auto next = [this](turnloop::error_code ec) {
         if (!ec)
           start();
       };
       if (write_)
         return write_(socket_, std::move(lease), next);
-      const boost::asio::const_buffer bytes = lease.data();
-      boost::asio::async_write(socket_, bytes,
-          [next, lease = std::move(lease)](boost::system::error_code ec,
+      const asio::const_buffer bytes = lease.data();
+      asio::async_write(socket_, bytes,
+          [next, lease = std::move(lease)](turnloop::error_code ec,
             std::size_t) { next(ec); });
     });
   }
@@ -108,16 +106,16 @@ public:
     return reads_;
   }
 
-  boost::system::error_code ended_with() const noexcept
+  turnloop::error_code ended_with() const noexcept
   {
     return ended_with_;
   }
 
 private:
-  boost::asio::ip::tcp::socket& socket_;
+  asio::ip::tcp::socket& socket_;
   write_function write_;
   long reads_ = 0;
-  boost::system::error_code ended_with_;
+  turnloop::error_code ended_with_;
 };
 
 /// Client side: writes @p rounds messages of varying length (1 to
@@ -126,7 +124,7 @@ private:
 class echo_client
 {
 public:
-  echo_client(boost::asio::ip::tcp::socket& s, int rounds, std::uint32_t seed,
+  echo_client(asio::ip::tcp::socket& s, int rounds, std::uint32_t seed,
       std::size_t longest)
     : socket_(s),
       rounds_(rounds),
@@ -142,19 +140,19 @@ public:
       hook_();
     if (done_ == rounds_)
     {
-      socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send);
+      socket_.shutdown(asio::ip::tcp::socket::shutdown_send);
       return;
     }
     length_ = 1 + next() % out_.size();
     for (std::size_t i = 0; i != length_; ++i)
       out_[i] = static_cast<char>(next());
-    boost::asio::async_write(socket_, boost::asio::buffer(out_.data(), length_),
-        [this](boost::system::error_code ec, std::size_t) {
+    asio::async_write(socket_, asio::buffer(out_.data(), length_),
+        [this](turnloop::error_code ec, std::size_t) {
           if (ec)
             return;
-          boost::asio::async_read(socket_,
-              boost::asio::buffer(in_.data(), length_),
-              [this](boost::system::error_code ec, std::size_t n) {
+          asio::async_read(socket_,
+              asio::buffer(in_.data(), length_),
+              [this](turnloop::error_code ec, std::size_t n) {
                 if (ec || n != length_)
                   return;
                 for (std::size_t i = 0; i != length_; ++i)
@@ -190,7 +188,7 @@ private:
     return seed_ >> 8;
   }
 
-  boost::asio::ip::tcp::socket& socket_;
+  asio::ip::tcp::socket& socket_;
   int rounds_;
   std::uint32_t seed_;
   std::vector<char> out_;

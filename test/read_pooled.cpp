@@ -26,25 +26,7 @@
 #endif
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/connect_pair.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <array>
 #include <atomic>
@@ -53,6 +35,7 @@
 #include <cstring>
 #include <future>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -61,9 +44,8 @@
 #include "counting_allocator.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 using namespace std::chrono_literals;
@@ -306,7 +288,7 @@ BOOST_AUTO_TEST_CASE(every_completion_token_delivers_a_read)
       co_await turnloop::async_read_pooled(f.server, asio::use_awaitable);
       got.push_back("no exception");
     }
-    catch (const boost::system::system_error& e)
+    catch (const turnloop::system_error& e)
     {
       got.push_back(e.code() == asio::error::eof ? "eof" : "other error");
     }
@@ -498,7 +480,11 @@ BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset)
+BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
+      "select reports a reset as readable, not in its except set, so the "
+      "wait_error watch of a read waiting for a buffer does not see it: that "
+      "read learns of the reset when it gets a buffer"))
 {
   tcp_fixture f(pool_config(1));
   read_result r;

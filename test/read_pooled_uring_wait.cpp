@@ -26,11 +26,7 @@
 #define BOOST_TEST_MODULE read_pooled_uring_wait
 #include <boost/test/unit_test.hpp>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -47,6 +43,9 @@
 #include "pooled_echo.hpp"
 #include "support.hpp"
 
+// The whole module is about turnloop's io_uring path (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 namespace {
 
 std::atomic<unsigned long> epoll_wait_calls{0};
@@ -61,9 +60,8 @@ extern "C" int epoll_wait(int epfd, epoll_event* events, int maxevents,
         timeout, nullptr, 8));
 }
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 using turnloop::buffer_lease;
 using turnloop::buffer_pool;
 using turnloop::io_path;
@@ -382,3 +380,14 @@ BOOST_AUTO_TEST_CASE(under_valgrind_the_loop_waits_in_epoll)
   BOOST_TEST((pool.stats().path == io_path::io_uring));
   BOOST_TEST(!pool.stats().io_uring_waits);
 }
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+BOOST_AUTO_TEST_CASE(turnloops_io_uring_path,
+    * test::only_where(false, "turnloop's io_uring path needs Linux with "
+      "Asio's epoll reactor; without it config::pooled_io = io_uring is "
+      "refused (test/config.cpp)"))
+{
+}
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)

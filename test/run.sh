@@ -11,21 +11,37 @@
 #      FetchContent, and pkg-config (test/consumers.sh);
 #   7. the benchmark suite's quick mode once, to prove it still works (a
 #      benchmark is not a test: only its own checks of the work done count);
-#   8. every module, example and header build again, release, against each
-#      newer Boost.Asio in ../shared/asio/ (.ci/asio-headers unpacks them; b2
-#      asio=<version> puts them in front of Debian's Boost).
+# That is the reference line: g++, Debian's Boost 1.81 (Asio 1.26), epoll.
+# Then the other lines of the matrix (the table above add_line's calls):
+# each puts a few dimensions together (a compiler, an Asio flavour and
+# version, a reactor), so that every one is built and run somewhere:
+#   8. Boost.Asio 1.38.2 (the newest), and the versions between 1.26 and it
+#      in ../shared/asio/ (.ci/asio-headers unpacks them; b2 asio=<version>
+#      puts them in front of Debian's Boost);
+#   9. standalone Asio (../shared/asio-standalone/, b2
+#      asio=standalone-<version>): the oldest and the newest in full, with
+#      the check that no turnloop header includes Boost, and the consumer
+#      builds; the versions between, compiled;
+#  10. Asio's select reactor (b2 reactor=select, BOOST_ASIO_DISABLE_EPOLL),
+#      the stand-in for kqueue, /dev/poll and select, release and
+#      ASan+UBSan; and Asio's io_uring backend (b2 reactor=asio-io-uring);
+#      a case that tests what only epoll does is skipped there and listed
+#      as not applicable, with its reason;
+#  11. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
+#      [stdlib=libc++]).
 # Installs what is missing first (.ci/install-deps). A build runs while the
 # previous build's programs run (see run_stages), and builds only what runs:
 # the modules named, and under TSan only those with "threads" cases. Ends
-# with the time each phase took, a line per Asio version and one line,
-# "N passed, N failed", counting test cases over every run; exits non-zero
-# if anything failed.
+# with the time each phase took, a line per line of the matrix and one
+# line, "N passed, N failed", counting test cases over every run; exits
+# non-zero if anything failed.
 #
 #   test/run.sh                     everything
 #   test/run.sh loop loop_io        only these modules (no benchmark)
 #   test/run.sh headers consumers   only the header and consumer builds
-#   TURNLOOP_ASIO_VERSIONS="1.87 1.90" test/run.sh   only these newer Asios
-#   TURNLOOP_ASIO_VERSIONS=none test/run.sh          Debian's Asio only
+#   TURNLOOP_LINES="select asio-io-uring" test/run.sh
+#                                   the reference line and only these lines
+#                                   (none: the reference line alone)
 #   TURNLOOP_BUILD_NICE=0 test/run.sh    builds not niced (a shared machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -134,14 +150,21 @@ run_module() {
   fi
   report=$(mktemp)
   local start=$SECONDS since=$EPOCHREALTIME
+  # test_suite level: a case skipped where it does not apply (test::only_where)
+  # is logged with its reason.
   measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
-    --report_sink="$report" --log_level=error "$@" >"$report.log" 2>&1
+    --report_sink="$report" --log_level=test_suite --color_output=no "$@" \
+    >"$report.log" 2>&1
   local status=$?
   add_phase "run $variant" "$since" "$report.cpu"
   module_times+=("$variant/$module $(awk -v s="$since" -v e="$EPOCHREALTIME" \
     'BEGIN { printf "%.1f", e - s }') $(cpu_in "$report.cpu")")
-  local ok bad
+  local ok bad skipped
   ok=$(grep -o 'test_cases_passed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
+  # Not applicable: the cases test::only_where skipped, with their reasons
+  # (not those a --run_test filter left out, which the report also counts
+  # as skipped).
+  skipped=$(grep -c 'is skipped because precondition failed' "$report.log")
   bad=$(grep -o 'test_cases_failed="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   aborted=$(grep -o 'test_cases_aborted="[0-9]*"' "$report" | head -1 | grep -o '[0-9]*')
   if [ -z "$ok" ]; then
@@ -153,11 +176,16 @@ run_module() {
   fi
   passed=$((passed + ok))
   failed=$((failed + bad))
-  printf '%-18s %-28s %4d passed %3d failed  (%ds)\n' \
-    "$variant" "$module" "$ok" "$bad" $((SECONDS - start))
+  not_applicable=$((not_applicable + ${skipped:-0}))
+  printf '%-18s %-28s %4d passed %3d failed  (%ds)%s\n' \
+    "$variant" "$module" "$ok" "$bad" $((SECONDS - start)) \
+    "$([ "${skipped:-0}" -eq 0 ] || echo "  $skipped not applicable:")"
+  grep -o 'Test case ".*" is skipped because precondition failed: .*' \
+      "$report.log" | sed 's/^Test case \("[^"]*"\) is skipped because precondition failed: /    \1 /'
   if [ "$bad" -ne 0 ]; then
     failures+=("$variant/$module")
-    sed 's/^/    /' "$report.log" | tail -40
+    grep -v 'Entering test \|Leaving test \|is skipped because' "$report.log" \
+      | sed 's/^/    /' | tail -40
   fi
   rm -f "$report" "$report.log" "$report.cpu"
 }
@@ -235,16 +263,13 @@ finish_build() {
 
 summaries=()
 group_passed=0 group_failed=0
+declare -A group_label=()
 # The summary line of the stages of group $1 since the last summary.
+not_applicable=0 group_not_applicable=0
 summarise() {
-  local label
-  if [ "$1" = system ]; then
-    label="Asio $(asio_version_in /usr/include) (Debian's Boost 1.81)"
-  else
-    label="Asio $(asio_version_in "bin/asio-$1/include") (asio=$1)"
-  fi
-  summaries+=("$label: $((passed - group_passed)) passed, $((failed - group_failed)) failed")
-  group_passed=$passed group_failed=$failed
+  local na=$((not_applicable - group_not_applicable))
+  summaries+=("${group_label[$1]}: $((passed - group_passed)) passed, $((failed - group_failed)) failed$([ "$na" -eq 0 ] || echo ", $na not applicable (listed above)")")
+  group_passed=$passed group_failed=$failed group_not_applicable=$not_applicable
 }
 
 run_stages() {
@@ -263,10 +288,17 @@ run_stages() {
   summarise "$group"
 }
 
+# Every example; on standalone Asio ($3 = standalone) the Beast one is not
+# built, and says so (Beast is built on Boost.Asio).
 run_examples() {
-  local dir=$1 label=$2
+  local dir=$1 label=$2 flavour=${3:-boost} name
   for source in example/*.cpp; do
-    run_program "$label" "$dir/$(basename "$source" .cpp)" --once
+    name=$(basename "$source" .cpp)
+    if [ "$flavour" = standalone ] && [ "$name" = group_http_server ]; then
+      printf '%-18s %-28s    not built: Boost.Beast needs Boost.Asio\n' "$label" "$name"
+      continue
+    fi
+    run_program "$label" "$dir/$name" --once
   done
 }
 
@@ -321,10 +353,20 @@ targets_examples() { targets=(example); }
 targets_headers() { targets=(headers); }
 targets_none() { :; }
 targets_bench() { targets=(bench); }
-targets_version() {
-  [ ${#modules[@]} -eq 0 ] || { module_targets "${modules[@]}"; targets+=(example); }
-  ! wants headers || targets+=(headers)
-  [ ${#targets[@]} -eq 0 ] || targets+=("asio=$1")
+# A line of the matrix other than the reference (see add_line): its
+# modules, examples and header builds, release, with its b2 properties.
+targets_line() {
+  local i=$1
+  if [ "${line_scope[i]}" = compile ]; then
+    ! wants headers || targets+=(test/headers//stage-header-only)
+  else
+    if [ ${#modules[@]} -ne 0 ]; then
+      module_targets "${modules[@]}"
+      [ "${line_scope[i]}" = tests ] || targets+=(example)
+    fi
+    [ "${line_scope[i]}" = tests ] || ! wants headers || targets+=(headers)
+  fi
+  [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
 
 runs_release() {
@@ -355,12 +397,13 @@ runs_headers() {
 }
 
 # Consumer builds: find_package, add_subdirectory, FetchContent, pkg-config;
-# one case each.
+# one case each. Arguments go to test/consumers.sh (--standalone <dir>).
 runs_consumers() {
   local since=$EPOCHREALTIME counts ok bad
-  measured "$timing/consumers" test/consumers.sh | tee bin/consumers.log \
+  measured "$timing/consumers" test/consumers.sh "$@" | tee bin/consumers.log \
     | grep -v ' passed, .* failed$'
-  add_phase "consumers (cmake builds and runs)" "$since" "$timing/consumers"
+  add_phase "consumers (cmake builds and runs${1:+, standalone})" "$since" \
+    "$timing/consumers"
   counts=$(tail -1 bin/consumers.log)
   ok=$(grep -o '^[0-9]*' <<<"$counts")
   bad=$(grep -o '[0-9]* failed$' <<<"$counts" | grep -o '[0-9]*')
@@ -385,54 +428,176 @@ runs_bench() {
   add_phase "run bench --quick" "$since" "$timing/bench"
 }
 
-# Every module, example and header build against a newer Asio, release.
-runs_version() {
-  local version=$1 module
-  for module in "${modules[@]}"; do
-    run_module "release-asio-$version" "$module"
-  done
-  [ ${#modules[@]} -eq 0 ] \
-    || run_examples "stage/example-asio-$version" "example-asio-$version"
-  ! wants headers \
-    || run_headers "stage/headers-asio-$version" "headers-asio-$version"
+# What a line built runs: every module, example and header build, and on
+# standalone Asio the check that no turnloop header includes Boost.
+runs_line() {
+  local i=$1
+  local suffix=${line_suffix[i]} variant=${line_variant[i]} module
+  if [ "${line_scope[i]}" = compile ]; then
+    if wants headers; then
+      run_program "headers$suffix" "stage/headers$suffix/headers_header_only"
+      [ "${line_flavour[i]}" != standalone ] \
+        || run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
+          ${line_compiler[i]}
+    fi
+    return
+  fi
+  if [ ${#modules[@]} -ne 0 ]; then
+    for module in "${modules[@]}"; do
+      if [ "$variant" = asan ]; then
+        ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1" \
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+          run_module "$variant$suffix" "$module"
+      else
+        run_module "$variant$suffix" "$module"
+      fi
+    done
+    [ "${line_scope[i]}" = tests ] \
+      || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
+  fi
+  if [ "${line_scope[i]}" != tests ] && wants headers; then
+    run_headers "stage/headers$suffix" "headers$suffix"
+    if [ "${line_flavour[i]}" = standalone ]; then
+      run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
+        ${line_compiler[i]}
+    fi
+  fi
+  if [ "${line_consumers[i]}" = yes ] && wants consumers; then
+    runs_consumers --standalone "${line_asio_dir[i]}"
+  fi
 }
 
-# Asio's version as its header spells it, e.g. 1.34.0.
+# Asio's version as its header spells it, e.g. 1.34.0, in include dir $1.
 asio_version_in() {
   local v
-  v=$(sed -n 's|^#define BOOST_ASIO_VERSION \([0-9]*\).*|\1|p' "$1/boost/asio/version.hpp")
+  v=$(sed -n 's|^#define \(BOOST_\)\{0,1\}ASIO_VERSION \([0-9]*\).*|\2|p' \
+    "$1/boost/asio/version.hpp" "$1/asio/version.hpp" 2>/dev/null | head -1)
   echo "$((v / 100000)).$((v / 100 % 1000)).$((v % 100))"
 }
 
 mkdir -p bin
+group_label[reference]="g++ $(g++ -dumpversion), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), epoll"
 if [ ${#modules[@]} -ne 0 ]; then
   for variant in release asan tsan; do
     add_stage "tests ($variant)" "bin/build-$variant.log" "targets_$variant" \
-      "runs_$variant" system
+      "runs_$variant" reference
   done
-  add_stage examples bin/build-examples.log targets_examples runs_examples system
+  add_stage examples bin/build-examples.log targets_examples runs_examples reference
 fi
 ! wants headers \
-  || add_stage "header builds" bin/build-headers.log targets_headers runs_headers system
+  || add_stage "header builds" bin/build-headers.log targets_headers runs_headers reference
 ! wants consumers \
-  || add_stage consumers - targets_none runs_consumers system
+  || add_stage consumers - targets_none runs_consumers reference
 [ "$everything" = no ] \
-  || add_stage benchmarks bin/build-bench.log targets_bench runs_bench system
+  || add_stage benchmarks bin/build-bench.log targets_bench runs_bench reference
 
-versions=${TURNLOOP_ASIO_VERSIONS:-}
-if [ "$versions" = none ]; then
-  versions=
-elif ! versions=$(.ci/asio-headers $versions); then
+# The other lines: each one stage (one b2 build) and its summary line.
+line_properties=() line_suffix=() line_scope=() line_flavour=()
+line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
+# add_line <label> <b2 properties> <stage suffix>
+#   <full|tests|compile> <flavour> <asio include dir> <consumers: yes|no>
+#   <compiler for checks> [<variant>, release] [<group>, a line of its own]
+# full: modules, examples and header builds; tests: the modules alone;
+# compile: the header-only header build alone (every public header in a
+# unit of its own, with turnloop's bodies).
+add_line() {
+  local i=${#line_properties[@]} what group=${10:-line-${#line_properties[@]}}
+  group_label[$group]=$1
+  line_properties+=("$2"); line_suffix+=("$3"); line_scope+=("$4")
+  line_flavour+=("$5"); line_asio_dir+=("$6"); line_consumers+=("$7")
+  line_compiler+=("$8"); line_variant+=("${9:-release}")
+  case $4 in
+    full) what="tests, examples and header builds" ;;
+    tests) what="tests (${9:-release})" ;;
+    *) what="header-only header builds" ;;
+  esac
+  add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
+    "runs_line $i" "$group"
+}
+
+# The matrix's other lines. A dimension needs no line of its own: each line
+# below puts a few together, so that every Asio flavour and version,
+# compiler and reactor is built, and all but the versions between the
+# oldest and the newest run the whole release suite somewhere, in about
+# the time of the reference line twice over. Release lines other than the
+# reference build at -O1 (b2 optimization=minimal): the same code and
+# checks, a third less compile time; -O3 and the sanitizers are the
+# reference line's.
+#
+#   name                       compiler       Asio                  reactor   what
+#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     full
+#   standalone-1.38.2          clang+libc++   standalone 1.38.2     epoll     full, Boost-free check, consumers
+#   standalone-1.26.0          clang          standalone 1.26.0     epoll     full, Boost-free check
+#   select                     g++            Boost.Asio 1.28.2     select    full
+#   select-asan                g++            Boost.Asio 1.36.0     select    tests, ASan+UBSan
+#   asio-io-uring              g++            Boost.Asio 1.38.0     io_uring  tests (Asio's io_uring backend)
+#   boost-1.87, standalone-1.28.2 standalone-1.30.2 standalone-1.34.2
+#   standalone-1.36.0          g++            the versions between  epoll     compiled: every header alone, header-only
+#
+# TURNLOOP_LINES picks lines by name (none: the reference line alone).
+all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0"
+lines=${TURNLOOP_LINES:-$all_lines}
+[ "$lines" != none ] || lines=
+# The Asio headers the lines need, unpacked first (.ci/asio-headers; a
+# failure is counted after the stages).
+wanted_headers=
+for name in $lines; do
+  case $name in
+    boost-1.38.2) wanted_headers+=" 1.38.2" ;;
+    standalone-*) wanted_headers+=" $name" ;;
+    select) wanted_headers+=" 1.83" ;;
+    select-asan) wanted_headers+=" 1.89" ;;
+    asio-io-uring) wanted_headers+=" 1.90" ;;
+    boost-*) wanted_headers+=" ${name#boost-}" ;;
+  esac
+done
+if [ -n "$wanted_headers" ] && ! .ci/asio-headers $wanted_headers >/dev/null; then
   asio_headers_failed=yes
-  versions=
+  lines=
 fi
-built_per_version=()
-[ ${#modules[@]} -eq 0 ] || built_per_version+=(tests examples)
-! wants headers || built_per_version+=(headers)
-for version in $versions; do
-  add_stage "${built_per_version[*]} against Boost $version's Asio" \
-    "bin/build-asio-$version.log" "targets_version $version" \
-    "runs_version $version" "$version"
+gxx="g++ $(g++ -dumpversion)" clang="clang $(clang++-16 -dumpversion)"
+boost_label() { echo "Boost.Asio $(asio_version_in "bin/asio-$1/include") (asio=$1)"; }
+standalone_label() { echo "standalone Asio $(asio_version_in "bin/asio-standalone-$1/include")"; }
+o1=optimization=minimal
+for name in $lines; do
+  case $name in
+    boost-1.38.2)
+      add_line "$gxx, $(boost_label 1.38.2), epoll, -O1" "asio=1.38.2 $o1" \
+        -asio-1.38.2 full boost bin/asio-1.38.2/include no g++ ;;
+    standalone-1.38.2)
+      add_line "$clang + libc++, $(standalone_label 1.38.2), epoll, -O1" \
+        "asio=standalone-1.38.2 toolset=clang-16 stdlib=libc++ $o1" \
+        -asio-standalone-1.38.2-clang-libc++ full standalone \
+        bin/asio-standalone-1.38.2/include yes clang++-16 ;;
+    standalone-1.26.0)
+      add_line "$clang + libstdc++, $(standalone_label 1.26.0), epoll, -O1" \
+        "asio=standalone-1.26.0 toolset=clang-16 $o1" \
+        -asio-standalone-1.26.0-clang full standalone \
+        bin/asio-standalone-1.26.0/include no clang++-16 ;;
+    select)
+      add_line "$gxx, $(boost_label 1.83), select reactor (BOOST_ASIO_DISABLE_EPOLL), -O1" \
+        "asio=1.83 reactor=select $o1" -asio-1.83-select full boost \
+        bin/asio-1.83/include no g++ ;;
+    select-asan)
+      add_line "$gxx, $(boost_label 1.89), select reactor (BOOST_ASIO_DISABLE_EPOLL), ASan+UBSan" \
+        "asio=1.89 reactor=select" -asio-1.89-select tests boost \
+        bin/asio-1.89/include no g++ asan ;;
+    asio-io-uring)
+      add_line "$gxx, $(boost_label 1.90), Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING_AS_DEFAULT), -O1" \
+        "asio=1.90 reactor=asio-io-uring $o1" -asio-1.90-asio-io-uring tests boost \
+        bin/asio-1.90/include no g++ ;;
+    boost-*)
+      version=${name#boost-}
+      add_line "$gxx, $(boost_label "$version"), compiled" "asio=$version $o1" \
+        "-asio-$version" compile boost "bin/asio-$version/include" no g++ ;;
+    standalone-*)
+      version=${name#standalone-}
+      add_line "$gxx, $(standalone_label "$version"), compiled" \
+        "asio=standalone-$version $o1" "-asio-standalone-$version" compile \
+        standalone "bin/asio-standalone-$version/include" no g++ ;;
+    *) echo "test/run.sh: unknown line $name (of: $all_lines)"
+       failed=$((failed + 1)); failures+=("line $name") ;;
+  esac
 done
 
 run_stages

@@ -14,14 +14,7 @@
 
 #include <turnloop/accept.hpp>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
+#include "asio.hpp"
 
 #include <atomic>
 #include <memory>
@@ -30,9 +23,8 @@
 #include "clients.hpp"
 #include "support.hpp"
 
-namespace asio = boost::asio;
 using asio::ip::tcp;
-using boost::system::error_code;
+using turnloop::error_code;
 
 namespace {
 
@@ -99,7 +91,7 @@ BOOST_AUTO_TEST_CASE(there_is_one_listening_acceptor_per_loop_on_one_port)
         == static_cast<asio::execution_context*>(&g.loop(i)));
   }
   BOOST_TEST(a.local_endpoint().port() != 0);
-  BOOST_CHECK_THROW(a.acceptor(3), boost::system::system_error);
+  BOOST_CHECK_THROW(a.acceptor(3), turnloop::system_error);
 }
 
 BOOST_AUTO_TEST_CASE(a_port_held_without_reuseport_is_refused_with_a_message_naming_bind)
@@ -108,8 +100,8 @@ BOOST_AUTO_TEST_CASE(a_port_held_without_reuseport_is_refused_with_a_message_nam
   tcp::acceptor holder(ctx, test::loopback());
   turnloop::loop_group g(2);
   BOOST_CHECK_EXCEPTION(turnloop::sharded_acceptor<>(g, holder.local_endpoint()),
-      boost::system::system_error,
-      [](const boost::system::system_error& e) {
+      turnloop::system_error,
+      [](const turnloop::system_error& e) {
         return e.code() == asio::error::address_in_use
           && std::string(e.what()).find("bind") != std::string::npos;
       });

@@ -46,7 +46,7 @@ BOOST_AUTO_TEST_CASE(a_large_ceiling_costs_nothing_until_used)
 BOOST_AUTO_TEST_CASE(pages_are_added_only_at_new_high_water_marks)
 {
   slot_table<int> table(1000);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   std::vector<slot_id> ids;
   for (int i = 0; i < 64; ++i)
     ids.push_back(table.emplace(ec, i));
@@ -68,7 +68,7 @@ BOOST_AUTO_TEST_CASE(pages_are_added_only_at_new_high_water_marks)
 BOOST_AUTO_TEST_CASE(reuse_after_release_allocates_nothing)
 {
   slot_table<std::uint64_t> table(128);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   std::vector<slot_id> ids;
   for (int i = 0; i < 100; ++i)
     ids.push_back(table.emplace(ec, i));
@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(reuse_after_release_allocates_nothing)
 BOOST_AUTO_TEST_CASE(the_most_recently_freed_slot_is_reused_first)
 {
   slot_table<int> table(8);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   const slot_id a = table.emplace(ec, 1);
   const slot_id b = table.emplace(ec, 2);
   table.erase(a);
@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(the_most_recently_freed_slot_is_reused_first)
 BOOST_AUTO_TEST_CASE(a_stale_id_is_detected)
 {
   slot_table<int> table(8);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   const slot_id old = table.emplace(ec, 1);
   BOOST_TEST(*table.find(old) == 1);
   BOOST_TEST(table.erase(old));
@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(a_stale_id_is_detected)
 BOOST_AUTO_TEST_CASE(the_ceiling_is_refused_with_resource_limit)
 {
   slot_table<int> table(3);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   for (int i = 0; i < 3; ++i)
   {
     table.emplace(ec, i);
@@ -135,7 +135,7 @@ BOOST_AUTO_TEST_CASE(the_ceiling_is_refused_with_resource_limit)
 BOOST_AUTO_TEST_CASE(slots_never_move_when_the_table_grows)
 {
   slot_table<int> table(100000);
-  boost::system::error_code ec;
+  turnloop::error_code ec;
   const slot_id first = table.emplace(ec, 7);
   int* address = table.find(first);
   for (int i = 0; i < 10000; ++i)
@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(live_values_are_destroyed_with_the_table)
   auto shared = std::make_shared<int>(0);
   {
     slot_table<std::shared_ptr<int>> table(10);
-    boost::system::error_code ec;
+    turnloop::error_code ec;
     table.emplace(ec, shared);
     table.emplace(ec, shared);
     const slot_id gone = table.emplace(ec, shared);

@@ -10,6 +10,8 @@
 #ifndef TURNLOOP_TEST_SUPPORT_HPP
 #define TURNLOOP_TEST_SUPPORT_HPP
 
+#include <turnloop/detail/config.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <optional>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 
@@ -85,18 +88,60 @@ inline pid_t this_thread_id()
   return static_cast<pid_t>(::syscall(SYS_gettid));
 }
 
-/// True while thread @p tid of this process is blocked in epoll_wait with no
-/// timeout: a loop parked because it has nothing to do.
-inline bool parked_in_epoll(pid_t tid)
+/// True while thread @p tid of this process is blocked in the reactor's
+/// wait with nothing to do: a parked loop. On epoll that is epoll_wait with
+/// no timeout; Asio's select reactor always passes one (at most the next
+/// timer, or five minutes), so there it is select; on Asio's io_uring
+/// backend, io_uring_enter.
+inline bool parked_in_reactor(pid_t tid)
 {
   std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/syscall");
   std::string number;
-  std::string fd;
-  std::string events;
-  std::string max_events;
-  std::string timeout;
-  f >> number >> fd >> events >> max_events >> timeout;
-  return number == std::to_string(SYS_epoll_wait) && timeout == "0xffffffff";
+  std::string arg1, arg2, arg3, arg4;
+  f >> number >> arg1 >> arg2 >> arg3 >> arg4;
+  const std::string reactor = TURNLOOP_REACTOR_NAME;
+  if (reactor == "epoll")
+    return number == std::to_string(SYS_epoll_wait) && arg4 == "0xffffffff";
+  if (reactor == "select")
+    return number == std::to_string(SYS_select)
+      || number == std::to_string(SYS_pselect6);
+  if (reactor == "io_uring")
+    return number == std::to_string(SYS_io_uring_enter);
+  return false;
+}
+
+/// A decorator for a case that tests what only some platforms or reactors
+/// do: where @p applies is false the case is skipped, its reason @p why
+/// printed, and test/run.sh counts it as not applicable.
+inline boost::unit_test::precondition only_where(bool applies, const char* why)
+{
+  return boost::unit_test::precondition(
+      [applies, why](boost::unit_test::test_unit_id) {
+        boost::test_tools::assertion_result r(applies);
+        if (!applies)
+          r.message() << "not applicable here (" << TURNLOOP_REACTOR_NAME
+                      << " reactor): " << why;
+        return r;
+      });
+}
+
+/// Asio's io_uring backend counts operations of its own (the submissions
+/// that arm its timeout and its wake) in what run(), run_one() and poll()
+/// return, on io_context as on a loop: there a count of handlers is a floor.
+inline constexpr bool counts_handlers_only =
+  std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring";
+inline constexpr const char* backend_counts_its_own =
+  "Asio's io_uring backend counts operations of its own in run()'s and "
+  "run_one()'s results (io_context's too), so run_one() may run one of "
+  "them instead of a handler";
+
+/// True if @p count, what run() or a relative returned, is what running
+/// @p handlers handlers returns here (see counts_handlers_only).
+inline bool ran(std::size_t count, std::size_t handlers)
+{
+  if (count != handlers)
+    BOOST_TEST_MESSAGE("ran " << count << " for " << handlers << " handlers");
+  return counts_handlers_only ? count == handlers : count >= handlers;
 }
 
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM, ...), or -1.

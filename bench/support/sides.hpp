@@ -11,19 +11,21 @@
 
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/io_context.hpp>
+#include <turnloop/asio.hpp>
 
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <type_traits>
 
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
+
 namespace bench {
 
 enum class side
 {
-  io_context,   // boost::asio::io_context, default constructor
-  io_context_1, // boost::asio::io_context(1): concurrency hint 1
+  io_context,   // asio::io_context, default constructor
+  io_context_1, // asio::io_context(1): concurrency hint 1
   turnloop      // turnloop::loop
 };
 
@@ -39,7 +41,7 @@ std::optional<turnloop::config> config_named(std::string_view name);
 
 struct io_context_maker
 {
-  using context_type = boost::asio::io_context;
+  using context_type = net::io_context;
 
   std::unique_ptr<context_type> operator()() const
   {
@@ -49,7 +51,7 @@ struct io_context_maker
 
 struct io_context_1_maker
 {
-  using context_type = boost::asio::io_context;
+  using context_type = net::io_context;
 
   std::unique_ptr<context_type> operator()() const
   {

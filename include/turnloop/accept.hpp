@@ -18,11 +18,11 @@
 #include <turnloop/detail/accept/handle_unit.hpp>
 #include <turnloop/detail/ceiling_unit.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_socket_acceptor.hpp>
-#include <boost/asio/basic_stream_socket.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(any_io_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_stream_socket.hpp)
 
 #include <type_traits>
 #include <utility>
@@ -59,13 +59,13 @@ struct handle_holder
 /// Thread safety: as basic_stream_socket. It may be destroyed on any thread
 /// (no operation pending on it, as for any socket); its handle is then
 /// given back from that thread.
-template <typename Protocol, typename Executor = boost::asio::any_io_executor>
+template <typename Protocol, typename Executor = asio::any_io_executor>
 class accepted_socket
   : private detail::handle_holder,
-    public boost::asio::basic_stream_socket<Protocol, Executor>
+    public asio::basic_stream_socket<Protocol, Executor>
 {
 public:
-  using socket_type = boost::asio::basic_stream_socket<Protocol, Executor>;
+  using socket_type = asio::basic_stream_socket<Protocol, Executor>;
   using executor_type = Executor;
 
   /// An empty socket: not open, holding no handle (what async_accept passes
@@ -116,7 +116,7 @@ private:
 /// cancelling it completes the operation with operation_aborted, whether it
 /// is in accept or waiting for a handle.
 /// @param token The completion token, for the signature
-/// `void(boost::system::error_code, accepted_socket<Protocol, Executor>)`.
+/// `void(error_code, accepted_socket<Protocol, Executor>)`.
 /// The socket is empty when the error is set. Errors: those of accept;
 /// operation_aborted (the acceptor was cancelled or closed, or the
 /// handler's cancellation slot was emitted: terminal, partial and total
@@ -132,14 +132,14 @@ private:
 /// Thread safety: as the acceptor's own async_accept: call it on the loop's
 /// thread, or while no thread runs the loop.
 template <typename Protocol, typename Executor,
-    boost::asio::completion_token_for<void(boost::system::error_code,
+    asio::completion_token_for<void(error_code,
       accepted_socket<Protocol, Executor>)> AcceptToken
-        = boost::asio::default_completion_token_t<Executor>>
+        = asio::default_completion_token_t<Executor>>
   requires detail::accepts_streams<Protocol, Executor>
-auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
-    AcceptToken&& token = boost::asio::default_completion_token_t<Executor>())
-  -> decltype(boost::asio::async_initiate<AcceptToken,
-      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+auto async_accept(asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+    AcceptToken&& token = asio::default_completion_token_t<Executor>())
+  -> decltype(asio::async_initiate<AcceptToken,
+      void(error_code, accepted_socket<Protocol, Executor>)>(
         std::declval<detail::initiate_accept<Protocol, Executor>>(), token));
 
 /// As async_accept(acceptor, token), but the accepted socket is built on
@@ -156,15 +156,15 @@ auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& accept
 /// acceptor's, on the acceptor's loop), not the peer's: post the socket's
 /// session to `socket.get_executor()` to run it on its own loop.
 template <typename Protocol, typename Executor,
-    boost::asio::completion_token_for<void(boost::system::error_code,
+    asio::completion_token_for<void(error_code,
       accepted_socket<Protocol, Executor>)> AcceptToken
-        = boost::asio::default_completion_token_t<Executor>>
+        = asio::default_completion_token_t<Executor>>
   requires detail::accepts_streams<Protocol, Executor>
-auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+auto async_accept(asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
     const std::type_identity_t<Executor>& peer_executor,
-    AcceptToken&& token = boost::asio::default_completion_token_t<Executor>())
-  -> decltype(boost::asio::async_initiate<AcceptToken,
-      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+    AcceptToken&& token = asio::default_completion_token_t<Executor>())
+  -> decltype(asio::async_initiate<AcceptToken,
+      void(error_code, accepted_socket<Protocol, Executor>)>(
         std::declval<detail::initiate_accept<Protocol, Executor>>(), token));
 
 /// A snapshot of @p l's handles and of the accepts waiting for them. Any

@@ -14,32 +14,35 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/blocking_stats.hpp>
+#include <turnloop/stop_token.hpp>
 #include <turnloop/detail/blocking/blocking_traits.hpp>
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/execution/executor.hpp>
-#include <boost/asio/is_executor.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/executor.hpp)
+#include TURNLOOP_ASIO_HEADER(is_executor.hpp)
 
 namespace turnloop {
 
 /// What a job's function returns, decayed; void if it returns nothing.
-/// The function is called with a std::stop_token if it accepts one, and
-/// with no argument otherwise.
+/// The function is called with a turnloop::stop_token (std::stop_token,
+/// see turnloop/stop_token.hpp) if it accepts one, and with no argument
+/// otherwise.
 template <typename Function>
 using blocking_result_t = detail::blocking_result_t<Function>;
 
 /// The completion signature of a job whose function returns @p Result:
 ///
-///   void(boost::system::error_code ec, std::exception_ptr e, Result value)
-///   void(boost::system::error_code ec, std::exception_ptr e)  // void result
+///   void(error_code ec, std::exception_ptr e, Result value)
+///   void(error_code ec, std::exception_ptr e)  // void result
 ///
 /// Exactly one of these holds:
 /// - ec == turnloop::error::resource_limit: the submission was refused at a
 ///   ceiling; the job never ran.
-/// - ec == boost::asio::error::no_memory: the job was admitted but could not
+/// - ec == asio::error::no_memory: the job was admitted but could not
 ///   be recorded for lack of memory; it never ran.
-/// - ec == boost::asio::error::operation_aborted: the job was cancelled
+/// - ec == asio::error::operation_aborted: the job was cancelled
 ///   before it started; it never ran.
 /// - e != nullptr: the job threw; e is what it threw.
 /// - otherwise the job returned @p value.
@@ -50,8 +53,8 @@ using blocking_signature_t = typename detail::blocking_signature<Result>::type;
 /// An executor that async_blocking accepts: its execution context must be a
 /// turnloop::loop. Checked at the call (see async_blocking).
 template <typename T>
-concept blocking_executor = boost::asio::execution::is_executor<T>::value
-  || boost::asio::is_executor<T>::value;
+concept blocking_executor = asio::execution::is_executor<T>::value
+  || asio::is_executor<T>::value;
 
 /// Runs @p function on one of the loop's bounded worker threads and
 /// delivers its outcome to @p token on the loop's thread, in a turn.
@@ -65,7 +68,7 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// turnloop::loop: a strand of it, or an any_io_executor that holds the
 /// loop's executor or a strand of it. It is the I/O executor: a handler
 /// with no associated executor of its own is run on it.
-/// @param function Called as `function(std::stop_token)` if it accepts
+/// @param function Called as `function(turnloop::stop_token)` if it accepts
 /// that, as `function()` otherwise, once, on a worker thread. The token is
 /// signalled when the operation is cancelled (its cancellation slot) while
 /// the function runs, and when the loop is destroyed. Its result must be
@@ -81,11 +84,11 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// The ceilings are checked at the call, on whichever thread makes it.
 /// If the job is admitted but the loop cannot record it for lack of memory
 /// (a job submitted from another thread, recorded when it reaches the loop),
-/// the completion receives boost::asio::error::no_memory; it never ran.
+/// the completion receives asio::error::no_memory; it never ran.
 ///
 /// Cancellation (per-operation cancellation slot, any type): before the
 /// job starts, it is removed and completes with operation_aborted; while it
-/// runs, its std::stop_token is signalled and its outcome is delivered when
+/// runs, its turnloop::stop_token is signalled and its outcome is delivered when
 /// it returns; after it returns, nothing changes.
 ///
 /// Thread safety: any thread. A submission from another thread is admitted
@@ -96,7 +99,7 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// call throws (see below). Cancellation signals must be emitted on the
 /// loop's thread, as with every Asio operation.
 ///
-/// @throws boost::system::system_error (operation_not_supported) if @p ex's
+/// @throws system_error (operation_not_supported) if @p ex's
 /// context is not a turnloop::loop; system_error (resource_limit) if the
 /// call comes from another thread, is refused, and config::post_capacity
 /// cross-thread posts are already queued, so that the refusal could not be
@@ -104,14 +107,14 @@ concept blocking_executor = boost::asio::execution::is_executor<T>::value
 /// what allocating the job throws.
 template <blocking_executor Executor, typename Function,
     typename CompletionToken =
-      boost::asio::default_completion_token_t<Executor>>
+      asio::default_completion_token_t<Executor>>
 auto async_blocking(const Executor& ex, Function&& function,
     CompletionToken&& token = CompletionToken());
 
 /// async_blocking on @p l's executor.
 template <typename Function,
     typename CompletionToken =
-      boost::asio::default_completion_token_t<loop::executor_type>>
+      asio::default_completion_token_t<loop::executor_type>>
 auto async_blocking(loop& l, Function&& function,
     CompletionToken&& token = CompletionToken());
 
@@ -127,14 +130,14 @@ auto async_blocking(loop& l, Function&& function,
 /// never runs. Parameters, cancellation and thread safety as async_blocking.
 template <blocking_executor Executor, typename Function,
     typename CompletionToken =
-      boost::asio::default_completion_token_t<Executor>>
+      asio::default_completion_token_t<Executor>>
 auto async_blocking_long(const Executor& ex, Function&& function,
     CompletionToken&& token = CompletionToken());
 
 /// async_blocking_long on @p l's executor.
 template <typename Function,
     typename CompletionToken =
-      boost::asio::default_completion_token_t<loop::executor_type>>
+      asio::default_completion_token_t<loop::executor_type>>
 auto async_blocking_long(loop& l, Function&& function,
     CompletionToken&& token = CompletionToken());
 

@@ -11,7 +11,8 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 
-#include <boost/asio/buffer.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(buffer.hpp)
 
 #include <cstddef>
 #include <utility>
@@ -98,20 +99,20 @@ public:
   /// function arguments are evaluated in no fixed order, so
   /// `async_write(s, lease.data(), [l = std::move(lease)] ...)` may see an
   /// empty lease.
-  boost::asio::mutable_buffer data() noexcept
+  asio::mutable_buffer data() noexcept
   {
-    return boost::asio::mutable_buffer(bytes(), size_);
+    return asio::mutable_buffer(bytes(), size_);
   }
 
-  boost::asio::const_buffer data() const noexcept
+  asio::const_buffer data() const noexcept
   {
-    return boost::asio::const_buffer(bytes(), size_);
+    return asio::const_buffer(bytes(), size_);
   }
 
   /// The whole buffer, [0, capacity()), to fill before resize().
-  boost::asio::mutable_buffer storage() noexcept
+  asio::mutable_buffer storage() noexcept
   {
-    return boost::asio::mutable_buffer(bytes(), capacity());
+    return asio::mutable_buffer(bytes(), capacity());
   }
 
   /// Returns the buffer to its pool now; the lease becomes empty.

@@ -16,13 +16,14 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 #include <turnloop/detail/pool/buffer_waiter.hpp>
+#include <turnloop/detail/platform.hpp>
 #include <turnloop/detail/slot_table.hpp>
 #include <turnloop/detail/engine/turn_source.hpp>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/execution_context.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstddef>
@@ -45,7 +46,7 @@ class initiate_write_lease;
 /// The buffer pool of a turnloop::loop, an Asio service of the loop:
 ///
 ///     turnloop::buffer_pool& pool =
-///       boost::asio::use_service<turnloop::buffer_pool>(loop);
+///       asio::use_service<turnloop::buffer_pool>(loop);
 ///
 /// config::pooled_buffers x config::pooled_buffer_size is a ceiling, not a
 /// preallocation. A buffer is minted (allocated, not zeroed) only when a
@@ -69,7 +70,7 @@ class initiate_write_lease;
 /// admitted request starts in the loop's next turn. A lease may be released
 /// on any thread (see buffer_lease).
 class buffer_pool
-  : public boost::asio::execution_context::service,
+  : public asio::execution_context::service,
     private detail::turn_source
 {
 public:
@@ -78,14 +79,14 @@ public:
   using executor_type = loop::executor_type;
 
   /// Identifies the service to Asio's service registry.
-  static inline boost::asio::execution_context::id id;
+  static inline asio::execution_context::id id;
 
-  /// Creates the pool of @p ctx. Use boost::asio::use_service, which creates
+  /// Creates the pool of @p ctx. Use asio::use_service, which creates
   /// the pool on first use and returns the same one afterwards.
-  /// @throws boost::system::system_error with
-  /// boost::asio::error::operation_not_supported if @p ctx is not a
+  /// @throws system_error with
+  /// asio::error::operation_not_supported if @p ctx is not a
   /// turnloop::loop.
-  TURNLOOP_DECL explicit buffer_pool(boost::asio::execution_context& ctx);
+  TURNLOOP_DECL explicit buffer_pool(asio::execution_context& ctx);
 
   TURNLOOP_DECL ~buffer_pool() override;
 
@@ -109,7 +110,7 @@ public:
 
   /// Leases a buffer now if one is free or can be minted; never waits.
   /// @returns a lease with size() 0 and capacity() buffer_size().
-  /// @throws boost::system::system_error with turnloop::error::resource_limit
+  /// @throws system_error with turnloop::error::resource_limit
   /// if every buffer is leased (or the pool is disabled); std::bad_alloc if
   /// a new buffer cannot be allocated.
   TURNLOOP_DECL buffer_lease try_lease();
@@ -119,19 +120,19 @@ public:
   /// turnloop::error::resource_limit if every buffer is leased (or the pool
   /// is disabled).
   /// @throws std::bad_alloc if a new buffer cannot be allocated.
-  TURNLOOP_DECL buffer_lease try_lease(boost::system::error_code& ec);
+  TURNLOOP_DECL buffer_lease try_lease(error_code& ec);
 
   /// Leases a buffer, waiting for one to be returned if every buffer is
   /// leased. Waiters are served first come, first served, before any new
   /// request. The completion is always delivered in a turn of the loop,
   /// never inside this call, even when a buffer is free at once.
   ///
-  /// Signature: `void(boost::system::error_code, turnloop::buffer_lease)`.
+  /// Signature: `void(error_code, turnloop::buffer_lease)`.
   /// Errors (the lease is then empty): turnloop::error::resource_limit if
   /// the pool is disabled or config::max_operations operations are
-  /// outstanding; boost::asio::error::operation_aborted if cancelled through
+  /// outstanding; asio::error::operation_aborted if cancelled through
   /// the handler's cancellation slot (any cancellation type) while waiting;
-  /// boost::asio::error::no_memory if a request made on another thread, on
+  /// asio::error::no_memory if a request made on another thread, on
   /// reaching the loop, could not mint a buffer or record its wait for lack
   /// of memory (on the loop's thread the call throws std::bad_alloc instead).
   ///
@@ -140,7 +141,7 @@ public:
   /// (one of max_operations), and off the loop's thread an admitted one
   /// starts in the loop's next turn, while a refusal is posted to the loop
   /// as one of config::post_capacity cross-thread posts.
-  /// @throws boost::system::system_error (resource_limit) if the call comes
+  /// @throws system_error (resource_limit) if the call comes
   /// from another thread, is refused, and post_capacity cross-thread posts
   /// are already queued (the handler is destroyed without being invoked).
   template <typename CompletionToken>
@@ -167,7 +168,7 @@ private:
   // if none is left (or the pool is disabled), sets @p ec to resource_limit
   // and counts a refusal. Any thread.
   TURNLOOP_DECL bool admit(detail::operation_unit& unit,
-      boost::system::error_code& ec) noexcept;
+      error_code& ec) noexcept;
 
   // The rest is for the loop's thread.
 
@@ -219,7 +220,7 @@ private:
   // @p ec the system's error (the operation fails with it), and the next
   // call tries again. Loop thread.
   TURNLOOP_DECL detail::pool_ring* ring_for_sockets(
-      boost::system::error_code& ec) noexcept;
+      error_code& ec) noexcept;
 
   // Takes back the buffers released on other threads.
   TURNLOOP_DECL void take_back_returned() noexcept;
@@ -231,15 +232,15 @@ private:
       detail::buffer_waiter& w) noexcept;
   TURNLOOP_DECL void unlink_waiting(detail::buffer_waiter& w) noexcept;
   TURNLOOP_DECL void make_ready(detail::slot_id id, detail::buffer_waiter& w,
-      const boost::system::error_code& ec, detail::pooled_buffer* b) noexcept;
+      const error_code& ec, detail::pooled_buffer* b) noexcept;
 
   // Ends the wait of @p id with @p ec, if it is still waiting.
   TURNLOOP_DECL void end_wait(detail::slot_id id,
-      const boost::system::error_code& ec) noexcept;
+      const error_code& ec) noexcept;
 
   // A pooled read's watch completed with @p ec.
   TURNLOOP_DECL void on_watch(detail::slot_id id,
-      boost::system::error_code ec) noexcept;
+      error_code ec) noexcept;
 
   TURNLOOP_DECL void destroy_waiters() noexcept;
 
@@ -258,8 +259,10 @@ private:
   bool in_turns_ = false; // registered as one of the loop's turn sources
   // The path ring_for_sockets() chose (automatic until it has, and while
   // a required ring could not be set up), kept after the ring goes at
-  // shutdown so that stats() still says which it was.
-  io_path path_ = io_path::automatic;
+  // shutdown so that stats() still says which it was. Without turnloop's
+  // ring in the build it is the reactor's from the start.
+  io_path path_ = detail::has_io_uring_path ? io_path::automatic
+    : io_path::epoll;
   detail::pool_ring* ring_ = nullptr;
   int ring_error_ = 0;
   std::atomic<std::uint64_t> refusals_{0};

@@ -130,13 +130,13 @@ struct config
   static constexpr std::size_t max_index = std::size_t(1) << 24;
 
   /// Checks every field.
-  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// @throws system_error with turnloop::error::invalid_config
   /// and a message naming the first field out of range.
   TURNLOOP_DECL void validate() const;
 
   /// Checks every field; sets @p ec to turnloop::error::invalid_config if one
   /// is out of range, and clears it otherwise.
-  TURNLOOP_DECL void validate(boost::system::error_code& ec) const noexcept;
+  TURNLOOP_DECL void validate(error_code& ec) const noexcept;
 };
 
 } // namespace turnloop

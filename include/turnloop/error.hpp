@@ -1,7 +1,8 @@
 //
 // turnloop/error.hpp
 //
-// turnloop's error codes, in a boost::system category named "turnloop".
+// turnloop's error codes, in a category named "turnloop" of the error_code
+// in use (boost::system's, or std's with standalone Asio).
 //
 
 #ifndef TURNLOOP_ERROR_HPP
@@ -9,8 +10,6 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/system/error_code.hpp>
-#include <boost/system/system_error.hpp>
 #include <system_error>
 #include <type_traits>
 
@@ -32,26 +31,17 @@ enum class error
 };
 
 /// The category of turnloop::error. Its name is "turnloop".
-TURNLOOP_DECL const boost::system::error_category& error_category() noexcept;
+TURNLOOP_DECL const error_category_type& error_category() noexcept;
 
 /// Makes an error_code in the turnloop category.
-inline boost::system::error_code make_error_code(error e) noexcept
+inline error_code make_error_code(error e) noexcept
 {
-  return boost::system::error_code(static_cast<int>(e), error_category());
+  return error_code(static_cast<int>(e), error_category());
 }
 
 } // namespace turnloop
 
-namespace boost {
-namespace system {
-
-template <>
-struct is_error_code_enum<turnloop::error> : std::true_type
-{
-};
-
-} // namespace system
-} // namespace boost
+TURNLOOP_ASIO_ERROR_CODE_ENUM(turnloop::error)
 
 namespace std {
 

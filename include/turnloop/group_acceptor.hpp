@@ -18,12 +18,12 @@
 #include <turnloop/detail/group/connection_counts.hpp>
 #include <turnloop/detail/group/open_listener.hpp>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/basic_socket_acceptor.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(any_io_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(ip/tcp.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <cstddef>
 #include <memory>
@@ -87,25 +87,25 @@ enum class placement
 /// connections() for any thread. Build and destroy the group_acceptor while the group is not running: as with
 /// turnloop::async_accept, a pending accept goes back to its acceptor, so
 /// the acceptor must not be destroyed while a loop could still run one.
-template <typename Protocol = boost::asio::ip::tcp,
-    typename Executor = boost::asio::any_io_executor>
+template <typename Protocol = asio::ip::tcp,
+    typename Executor = asio::any_io_executor>
 class group_acceptor
 {
 public:
   using protocol_type = Protocol;
   using endpoint_type = typename Protocol::endpoint;
   using executor_type = Executor;
-  using acceptor_type = boost::asio::basic_socket_acceptor<Protocol, Executor>;
+  using acceptor_type = asio::basic_socket_acceptor<Protocol, Executor>;
   using socket_type = accepted_socket<Protocol, Executor>;
 
   /// Opens, binds and listens on an acceptor on
   /// `group.loop(accepting_loop)`, placing connections by @p how.
-  /// @throws boost::system::system_error (invalid_argument) if
+  /// @throws system_error (invalid_argument) if
   /// @p accepting_loop >= group.size(); naming the step that failed if the
   /// acceptor cannot be opened, bound or made to listen.
   group_acceptor(loop_group& group, const endpoint_type& endpoint,
       turnloop::placement how, std::size_t accepting_loop = 0,
-      int backlog = boost::asio::socket_base::max_listen_connections)
+      int backlog = asio::socket_base::max_listen_connections)
     : group_(&group),
       accepting_loop_(accepting_loop),
       placement_(how),
@@ -120,7 +120,7 @@ public:
   /// As above, with placement::least_connections.
   group_acceptor(loop_group& group, const endpoint_type& endpoint,
       std::size_t accepting_loop = 0,
-      int backlog = boost::asio::socket_base::max_listen_connections)
+      int backlog = asio::socket_base::max_listen_connections)
     : group_acceptor(group, endpoint, turnloop::placement::least_connections,
         accepting_loop, backlog)
   {
@@ -153,7 +153,7 @@ public:
   /// The number of connections this acceptor dealt to loop @p index that
   /// are still open (their sockets not destroyed), plus the pending accept
   /// if its socket is to live there. Any thread; a snapshot.
-  /// @throws boost::system::system_error (invalid_argument) if
+  /// @throws system_error (invalid_argument) if
   /// @p index >= the group's size().
   std::size_t connections(std::size_t index) const
   {
@@ -175,20 +175,20 @@ public:
   /// fails).
   ///
   /// @param token The completion token, for the signature
-  /// `void(boost::system::error_code, socket_type)`. The handler runs
+  /// `void(error_code, socket_type)`. The handler runs
   /// through its own executor (by default the accepting loop's); start the
   /// session on `socket.get_executor()`, the socket's own loop, for example
   /// with `co_spawn(socket.get_executor(), session(std::move(socket)),
   /// detached)`.
-  template <boost::asio::completion_token_for<void(boost::system::error_code,
+  template <asio::completion_token_for<void(error_code,
       socket_type)> AcceptToken
-        = boost::asio::default_completion_token_t<executor_type>>
+        = asio::default_completion_token_t<executor_type>>
   auto async_accept(AcceptToken&& token
-      = boost::asio::default_completion_token_t<executor_type>())
+      = asio::default_completion_token_t<executor_type>())
   {
     const std::size_t i = choose();
-    return boost::asio::async_initiate<AcceptToken,
-      void(boost::system::error_code, socket_type)>(
+    return asio::async_initiate<AcceptToken,
+      void(error_code, socket_type)>(
         detail::initiate_accept<Protocol, Executor>(acceptor_,
           executor_type(group_->loop(i).get_executor())),
         token, detail::connection_counts::take(counts_, i));

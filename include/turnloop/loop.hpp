@@ -2,7 +2,7 @@
 // turnloop/loop.hpp
 //
 // turnloop::loop: a turn-loop execution context that stock Asio code runs on
-// unchanged. Replace `boost::asio::io_context ctx;` with `turnloop::loop ctx;`.
+// unchanged. Replace `asio::io_context ctx;` with `turnloop::loop ctx;`.
 //
 
 #ifndef TURNLOOP_LOOP_HPP
@@ -16,9 +16,10 @@
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/loop_access.hpp>
 
-#include <boost/asio/execution.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(strand.hpp)
 
 #include <chrono>
 #include <cstddef>
@@ -30,7 +31,7 @@ namespace turnloop {
 /// An Asio execution context that runs handlers in turns on one thread.
 ///
 /// A loop *is* an io_context (it derives from one), so it binds to code that
-/// takes `boost::asio::io_context&`, and stock I/O objects (sockets, timers,
+/// takes `asio::io_context&`, and stock I/O objects (sockets, timers,
 /// signal sets, resolvers, descriptors) run on it in the loop's own thread.
 /// Its own executor_type queues handlers without locks on the loop thread and
 /// lock-free from other threads.
@@ -46,7 +47,7 @@ namespace turnloop {
 /// are then run by the scheduler in batches, a stop() takes effect at the end
 /// of the current batch, and io_context::get_executor() posts go through the
 /// scheduler's own queue (not FIFO with the loop's queue).
-class loop : public boost::asio::io_context
+class loop : public asio::io_context
 {
 public:
   template <typename Allocator, std::uintptr_t Bits>
@@ -68,14 +69,14 @@ public:
   TURNLOOP_DECL explicit loop(int concurrency_hint);
 
   /// Constructs a loop with @p cfg.
-  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// @throws system_error with turnloop::error::invalid_config
   /// (its what() names the field) if a field is out of range.
   TURNLOOP_DECL explicit loop(const config& cfg);
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
   /// Constructs a loop whose Asio settings come from @p initial_services,
   /// as io_context's constructor of the same form (Asio 1.34 and later), for
-  /// example `boost::asio::config_from_string("reactor.preallocated_io_objects=64")`.
+  /// example `asio::config_from_string("reactor.preallocated_io_objects=64")`.
   ///
   /// The settings the loop depends on are pinned: scheduler.concurrency_hint
   /// is 1 whatever is given (a loop is run by one thread); scheduler.locking,
@@ -87,15 +88,15 @@ public:
   /// maker makes stay there: make those on the loop once it is built. If it
   /// makes none, it is run again on the loop, whose services they then are,
   /// as with io_context.
-  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// @throws system_error with turnloop::error::invalid_config
   /// naming the Asio setting, if @p initial_services gives a pinned setting
   /// another value (or naming the field, if @p cfg is out of range).
   TURNLOOP_DECL explicit loop(
-      const boost::asio::execution_context::service_maker& initial_services,
+      const asio::execution_context::service_maker& initial_services,
       const config& cfg = config());
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
-#if BOOST_ASIO_VERSION >= 103600
+#if TURNLOOP_ASIO_VERSION >= 103600
   /// Constructs a loop whose services Asio allocates with @p a, as
   /// io_context's constructor of the same form (Asio 1.36 and later).
   template <typename Allocator>
@@ -110,9 +111,9 @@ public:
   /// whose services Asio allocates with @p a.
   template <typename Allocator>
   loop(std::allocator_arg_t, const Allocator& a,
-      const boost::asio::execution_context::service_maker& initial_services,
+      const asio::execution_context::service_maker& initial_services,
       const config& cfg = config());
-#endif // BOOST_ASIO_VERSION >= 103600
+#endif // TURNLOOP_ASIO_VERSION >= 103600
 
   /// Destroys every queued handler, pending operation and suspended
   /// coroutine without running it, then the services. Must not run
@@ -178,7 +179,7 @@ public:
   /// returned.
   /// On the loop's own thread it always succeeds. Any thread.
   template <typename Function>
-  boost::system::error_code try_post(Function&& f);
+  error_code try_post(Function&& f);
 
   /// The configuration the loop was built with.
   const config& get_config() const noexcept
@@ -194,25 +195,25 @@ private:
   friend detail::loop_core& detail::core_of(loop& l) noexcept;
   friend void detail::shut_down(loop& l) noexcept;
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
   using user_asio_config_ptr = std::unique_ptr<detail::user_asio_config>;
 
   TURNLOOP_DECL loop(user_asio_config_ptr user,
-      const boost::asio::execution_context::service_maker* initial_services,
+      const asio::execution_context::service_maker* initial_services,
       const config& cfg);
 
-# if BOOST_ASIO_VERSION >= 103600
+# if TURNLOOP_ASIO_VERSION >= 103600
   template <typename Allocator>
   loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
-      const boost::asio::execution_context::service_maker* initial_services,
+      const asio::execution_context::service_maker* initial_services,
       const config& cfg);
-# endif // BOOST_ASIO_VERSION >= 103600
+# endif // TURNLOOP_ASIO_VERSION >= 103600
 
   // The program's Asio configuration, which the loop's config_service reads
   // while services are made; null for a loop built without a service_maker
   // (its config_service then answers for the pinned settings alone).
   user_asio_config_ptr user_asio_config_;
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
   detail::loop_core core_;
 };
@@ -289,43 +290,43 @@ public:
     return *this;
   }
 
-  /// @name Properties (through boost::asio::require, prefer and query)
+  /// @name Properties (through asio::require, prefer and query)
   /// @{
   constexpr basic_executor_type require(
-      boost::asio::execution::blocking_t::possibly_t) const
+      asio::execution::blocking_t::possibly_t) const
   {
     return basic_executor_type(context_ptr(), *this, bits() & ~blocking_never);
   }
 
   constexpr basic_executor_type require(
-      boost::asio::execution::blocking_t::never_t) const
+      asio::execution::blocking_t::never_t) const
   {
     return basic_executor_type(context_ptr(), *this, bits() | blocking_never);
   }
 
   constexpr basic_executor_type require(
-      boost::asio::execution::relationship_t::fork_t) const
+      asio::execution::relationship_t::fork_t) const
   {
     return basic_executor_type(context_ptr(), *this,
         bits() & ~relationship_continuation);
   }
 
   constexpr basic_executor_type require(
-      boost::asio::execution::relationship_t::continuation_t) const
+      asio::execution::relationship_t::continuation_t) const
   {
     return basic_executor_type(context_ptr(), *this,
         bits() | relationship_continuation);
   }
 
   constexpr basic_executor_type<Allocator, Bits | outstanding_work_tracked>
-  require(boost::asio::execution::outstanding_work_t::tracked_t) const
+  require(asio::execution::outstanding_work_t::tracked_t) const
   {
     return basic_executor_type<Allocator, Bits | outstanding_work_tracked>(
         context_ptr(), *this, bits());
   }
 
   constexpr basic_executor_type<Allocator, Bits & ~outstanding_work_tracked>
-  require(boost::asio::execution::outstanding_work_t::untracked_t) const
+  require(asio::execution::outstanding_work_t::untracked_t) const
   {
     return basic_executor_type<Allocator, Bits & ~outstanding_work_tracked>(
         context_ptr(), *this, bits());
@@ -333,79 +334,79 @@ public:
 
   template <typename OtherAllocator>
   constexpr basic_executor_type<OtherAllocator, Bits>
-  require(boost::asio::execution::allocator_t<OtherAllocator> a) const
+  require(asio::execution::allocator_t<OtherAllocator> a) const
   {
     return basic_executor_type<OtherAllocator, Bits>(
         context_ptr(), a.value(), bits());
   }
 
   constexpr basic_executor_type<std::allocator<void>, Bits>
-  require(boost::asio::execution::allocator_t<void>) const
+  require(asio::execution::allocator_t<void>) const
   {
     return basic_executor_type<std::allocator<void>, Bits>(
         context_ptr(), std::allocator<void>(), bits());
   }
 
-  static constexpr boost::asio::execution::mapping_t query(
-      boost::asio::execution::mapping_t) noexcept
+  static constexpr asio::execution::mapping_t query(
+      asio::execution::mapping_t) noexcept
   {
-    return boost::asio::execution::mapping.thread;
+    return asio::execution::mapping.thread;
   }
 
-#if BOOST_ASIO_VERSION >= 103800
+#if TURNLOOP_ASIO_VERSION >= 103800
   /// An exception thrown by a handler run inline is captured and rethrown
   /// by run() once the running handler returns (as io_context's, Asio 1.38).
-  static constexpr boost::asio::execution::inline_exception_handling_t query(
-      boost::asio::execution::inline_exception_handling_t) noexcept
+  static constexpr asio::execution::inline_exception_handling_t query(
+      asio::execution::inline_exception_handling_t) noexcept
   {
-    return boost::asio::execution::inline_exception_handling.capture;
+    return asio::execution::inline_exception_handling.capture;
   }
-#endif // BOOST_ASIO_VERSION >= 103800
+#endif // TURNLOOP_ASIO_VERSION >= 103800
 
-  loop& query(boost::asio::execution::context_t) const noexcept
+  loop& query(asio::execution::context_t) const noexcept
   {
     return *context_ptr();
   }
 
-  constexpr boost::asio::execution::blocking_t query(
-      boost::asio::execution::blocking_t) const noexcept
+  constexpr asio::execution::blocking_t query(
+      asio::execution::blocking_t) const noexcept
   {
     return (bits() & blocking_never)
-      ? boost::asio::execution::blocking_t(
-          boost::asio::execution::blocking.never)
-      : boost::asio::execution::blocking_t(
-          boost::asio::execution::blocking.possibly);
+      ? asio::execution::blocking_t(
+          asio::execution::blocking.never)
+      : asio::execution::blocking_t(
+          asio::execution::blocking.possibly);
   }
 
-  constexpr boost::asio::execution::relationship_t query(
-      boost::asio::execution::relationship_t) const noexcept
+  constexpr asio::execution::relationship_t query(
+      asio::execution::relationship_t) const noexcept
   {
     return (bits() & relationship_continuation)
-      ? boost::asio::execution::relationship_t(
-          boost::asio::execution::relationship.continuation)
-      : boost::asio::execution::relationship_t(
-          boost::asio::execution::relationship.fork);
+      ? asio::execution::relationship_t(
+          asio::execution::relationship.continuation)
+      : asio::execution::relationship_t(
+          asio::execution::relationship.fork);
   }
 
-  static constexpr boost::asio::execution::outstanding_work_t query(
-      boost::asio::execution::outstanding_work_t) noexcept
+  static constexpr asio::execution::outstanding_work_t query(
+      asio::execution::outstanding_work_t) noexcept
   {
     return tracked
-      ? boost::asio::execution::outstanding_work_t(
-          boost::asio::execution::outstanding_work.tracked)
-      : boost::asio::execution::outstanding_work_t(
-          boost::asio::execution::outstanding_work.untracked);
+      ? asio::execution::outstanding_work_t(
+          asio::execution::outstanding_work.tracked)
+      : asio::execution::outstanding_work_t(
+          asio::execution::outstanding_work.untracked);
   }
 
   template <typename OtherAllocator>
   constexpr Allocator query(
-      boost::asio::execution::allocator_t<OtherAllocator>) const noexcept
+      asio::execution::allocator_t<OtherAllocator>) const noexcept
   {
     return static_cast<const Allocator&>(*this);
   }
 
   constexpr Allocator query(
-      boost::asio::execution::allocator_t<void>) const noexcept
+      asio::execution::allocator_t<void>) const noexcept
   {
     return static_cast<const Allocator&>(*this);
   }
@@ -434,9 +435,9 @@ public:
   }
 
   /// io_context's executor type with the same allocator and work tracking.
-  using io_context_executor_type = boost::asio::io_context::basic_executor_type<
+  using io_context_executor_type = asio::io_context::basic_executor_type<
       Allocator,
-      tracked ? boost::asio::detail::io_context_bits::outstanding_work_tracked : 0>;
+      tracked ? asio::detail::io_context_bits::outstanding_work_tracked : 0>;
 
   /// @name Comparisons with io_context's executors
   /// For code that holds an io_context::executor_type taken from a loop (an
@@ -446,7 +447,7 @@ public:
   /// @{
   template <std::uintptr_t OtherBits>
   friend bool operator==(const basic_executor_type& a,
-      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
+      const asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
     noexcept
   {
     return a.same_as(b);
@@ -454,7 +455,7 @@ public:
 
   template <std::uintptr_t OtherBits>
   friend bool operator==(
-      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
+      const asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
       const basic_executor_type& b) noexcept
   {
     return b.same_as(a);
@@ -462,7 +463,7 @@ public:
 
   template <std::uintptr_t OtherBits>
   friend bool operator!=(const basic_executor_type& a,
-      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
+      const asio::io_context::basic_executor_type<Allocator, OtherBits>& b)
     noexcept
   {
     return !a.same_as(b);
@@ -470,7 +471,7 @@ public:
 
   template <std::uintptr_t OtherBits>
   friend bool operator!=(
-      const boost::asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
+      const asio::io_context::basic_executor_type<Allocator, OtherBits>& a,
       const basic_executor_type& b) noexcept
   {
     return !b.same_as(a);
@@ -485,20 +486,20 @@ public:
   /// tracked executor.
   operator io_context_executor_type() const noexcept
   {
-    namespace execution = boost::asio::execution;
-    auto base = boost::asio::require(
-        static_cast<boost::asio::io_context&>(*context_ptr()).get_executor(),
+    namespace execution = asio::execution;
+    auto base = asio::require(
+        static_cast<asio::io_context&>(*context_ptr()).get_executor(),
         execution::allocator(static_cast<const Allocator&>(*this)));
     io_context_executor_type ex = [&] {
       if constexpr (tracked)
-        return boost::asio::require(base, execution::outstanding_work.tracked);
+        return asio::require(base, execution::outstanding_work.tracked);
       else
         return base;
     }();
     if (bits() & blocking_never)
-      ex = boost::asio::require(ex, execution::blocking.never);
+      ex = asio::require(ex, execution::blocking.never);
     if (bits() & relationship_continuation)
-      ex = boost::asio::require(ex, execution::relationship.continuation);
+      ex = asio::require(ex, execution::relationship.continuation);
     return ex;
   }
 
@@ -508,7 +509,7 @@ public:
   template <typename Function>
   void execute(Function&& f) const;
 
-  /// @name Networking TS members, for boost::asio::executor and older code
+  /// @name Networking TS members, for asio::executor and older code
   /// @{
   loop& context() const noexcept
   {
@@ -568,18 +569,18 @@ private:
   template <typename IoContextExecutor>
   bool same_as(const IoContextExecutor& other) const noexcept
   {
-    namespace execution = boost::asio::execution;
+    namespace execution = asio::execution;
     const std::uintptr_t other_properties =
-      (boost::asio::query(other, execution::blocking)
+      (asio::query(other, execution::blocking)
           == execution::blocking.never ? blocking_never : 0)
-      | (boost::asio::query(other, execution::relationship)
+      | (asio::query(other, execution::relationship)
           == execution::relationship.continuation
         ? relationship_continuation : 0);
-    return &static_cast<boost::asio::io_context&>(*context_ptr())
+    return &static_cast<asio::io_context&>(*context_ptr())
         == &other.context()
       && properties() == other_properties
       && static_cast<const Allocator&>(*this)
-        == boost::asio::query(other, execution::allocator);
+        == asio::query(other, execution::allocator);
   }
 
   void acquire() noexcept
@@ -607,35 +608,35 @@ private:
 /// compile: each type's own operator converts the other side.
 /// @{
 template <typename Allocator, std::uintptr_t Bits>
-bool operator==(const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
-    const boost::asio::strand<typename loop::basic_executor_type<Allocator,
+bool operator==(const asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
+    const asio::strand<typename loop::basic_executor_type<Allocator,
       Bits>::io_context_executor_type>& b) noexcept
 {
-  using io_context_strand = boost::asio::strand<
+  using io_context_strand = asio::strand<
     typename loop::basic_executor_type<Allocator, Bits>::io_context_executor_type>;
   return b == io_context_strand(a);
 }
 
 template <typename Allocator, std::uintptr_t Bits>
-bool operator==(const boost::asio::strand<typename loop::basic_executor_type<
+bool operator==(const asio::strand<typename loop::basic_executor_type<
       Allocator, Bits>::io_context_executor_type>& a,
-    const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
+    const asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
 {
   return b == a;
 }
 
 template <typename Allocator, std::uintptr_t Bits>
-bool operator!=(const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
-    const boost::asio::strand<typename loop::basic_executor_type<Allocator,
+bool operator!=(const asio::strand<loop::basic_executor_type<Allocator, Bits>>& a,
+    const asio::strand<typename loop::basic_executor_type<Allocator,
       Bits>::io_context_executor_type>& b) noexcept
 {
   return !(a == b);
 }
 
 template <typename Allocator, std::uintptr_t Bits>
-bool operator!=(const boost::asio::strand<typename loop::basic_executor_type<
+bool operator!=(const asio::strand<typename loop::basic_executor_type<
       Allocator, Bits>::io_context_executor_type>& a,
-    const boost::asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
+    const asio::strand<loop::basic_executor_type<Allocator, Bits>>& b) noexcept
 {
   return !(b == a);
 }

@@ -65,7 +65,7 @@ public:
   TURNLOOP_DECL static std::size_t default_size() noexcept;
 
   /// Builds @p size loops from @p cfg. No thread starts before run().
-  /// @throws boost::system::system_error with turnloop::error::invalid_config
+  /// @throws system_error with turnloop::error::invalid_config
   /// if @p size is 0 or above max_size, or a field of @p cfg is out of range.
   TURNLOOP_DECL explicit loop_group(std::size_t size = default_size(),
       const config& cfg = config());
@@ -94,7 +94,7 @@ public:
 
   /// Loop @p index, for placing work on it (co_spawn(group.loop(i), ...),
   /// a socket or timer built on it).
-  /// @throws boost::system::system_error (invalid_argument) if
+  /// @throws system_error (invalid_argument) if
   /// @p index >= size().
   TURNLOOP_DECL turnloop::loop& loop(std::size_t index);
 

@@ -12,8 +12,8 @@
 #include <turnloop/buffer_lease.hpp>
 #include <turnloop/detail/pool/pollable_stream.hpp>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
 
 namespace turnloop {
 
@@ -22,7 +22,7 @@ namespace turnloop {
 /// holds no buffer:
 ///
 ///     auto [ec, lease] = co_await turnloop::async_read_pooled(socket,
-///         boost::asio::as_tuple(boost::asio::use_awaitable));
+///         asio::as_tuple(asio::use_awaitable));
 ///
 /// The read waits until @p stream is readable, leases a buffer, reads once
 /// without blocking (up to config::pooled_buffer_size bytes) and completes
@@ -48,17 +48,17 @@ namespace turnloop {
 /// one read may be outstanding on it at a time.
 ///
 /// @param token the completion token; the signature is
-/// `void(boost::system::error_code, turnloop::buffer_lease)`. Callbacks,
+/// `void(error_code, turnloop::buffer_lease)`. Callbacks,
 /// use_awaitable, deferred, as_tuple, use_future, ... all work.
 ///
-/// Errors (the lease is then empty): boost::asio::error::eof at the end of
-/// the stream; boost::asio::error::operation_aborted if cancelled (through
+/// Errors (the lease is then empty): asio::error::eof at the end of
+/// the stream; asio::error::operation_aborted if cancelled (through
 /// the handler's cancellation slot, any cancellation type, or the stream's
 /// cancel() or close()); turnloop::error::resource_limit if the pool is
 /// disabled (config::pooled_buffers = 0) or config::max_operations
-/// operations are outstanding; boost::asio::error::operation_not_supported
+/// operations are outstanding; asio::error::operation_not_supported
 /// if the stream's executor does not belong to a turnloop::loop;
-/// boost::asio::error::no_memory if data arrived but no buffer could be
+/// asio::error::no_memory if data arrived but no buffer could be
 /// minted, or its wait for a buffer recorded, for lack of memory (the data
 /// stays in the stream for the next read); or the system's error, also
 /// when config::pooled_io requires io_uring and the loop's ring cannot be
@@ -82,11 +82,11 @@ namespace turnloop {
 /// data, but no longer watches the stream, so only its cancellation slot or
 /// a returned buffer ends it.
 template <typename Stream,
-    typename CompletionToken = boost::asio::default_completion_token_t<
+    typename CompletionToken = asio::default_completion_token_t<
       typename Stream::executor_type>>
   requires detail::pollable_stream<Stream>
 auto async_read_pooled(Stream& stream,
-    CompletionToken&& token = boost::asio::default_completion_token_t<
+    CompletionToken&& token = asio::default_completion_token_t<
       typename Stream::executor_type>());
 
 } // namespace turnloop

@@ -14,10 +14,10 @@
 #include <turnloop/loop_group.hpp>
 #include <turnloop/detail/group/open_listener.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(ip/tcp.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <cstddef>
 #include <string>
@@ -41,7 +41,7 @@ namespace turnloop {
 /// Thread safety: acceptor(i) is an ordinary acceptor on loop i: use it on
 /// that loop's thread, or while the group is not running. Build and destroy
 /// the sharded_acceptor while the group is not running.
-template <typename Protocol = boost::asio::ip::tcp>
+template <typename Protocol = asio::ip::tcp>
 class sharded_acceptor
 {
 public:
@@ -52,11 +52,24 @@ public:
   /// Opens, binds and listens on one acceptor per loop of @p group. If the
   /// port of @p endpoint is 0, the first acceptor's port (chosen by the
   /// system) is used for the others.
-  /// @throws boost::system::system_error naming the step that failed (an
-  /// address in use without SO_REUSEPORT, for example).
+  /// @throws system_error naming the step that failed (an
+  /// address in use without SO_REUSEPORT, for example), or
+  /// operation_not_supported where the platform's SO_REUSEPORT does not
+  /// spread connections (detail/platform.hpp: anywhere but Linux and
+  /// FreeBSD), naming turnloop::group_acceptor.
   sharded_acceptor(loop_group& group, const endpoint_type& endpoint,
-      int backlog = boost::asio::socket_base::max_listen_connections)
+      int backlog = asio::socket_base::max_listen_connections)
   {
+    if constexpr (!detail::has_balanced_reuseport)
+    {
+      // Elsewhere (macOS, say) sockets may share a port, but the kernel
+      // does not spread connections over them: one loop could get them all.
+      throw system_error(make_error_code(asio::error::operation_not_supported),
+          "turnloop::sharded_acceptor: this platform's SO_REUSEPORT does not "
+          "spread connections over the sockets bound to a port (Linux and "
+          "FreeBSD's SO_REUSEPORT_LB do); use turnloop::group_acceptor, which "
+          "deals each accepted connection to the next loop");
+    }
     endpoint_type where = endpoint;
     acceptors_.reserve(group.size());
     for (std::size_t i = 0; i < group.size(); ++i)
@@ -76,13 +89,13 @@ public:
   }
 
   /// The acceptor on loop @p index.
-  /// @throws boost::system::system_error (invalid_argument) if
+  /// @throws system_error (invalid_argument) if
   /// @p index >= size().
   acceptor_type& acceptor(std::size_t index)
   {
     if (index >= acceptors_.size())
-      throw boost::system::system_error(
-          make_error_code(boost::asio::error::invalid_argument),
+      throw system_error(
+          make_error_code(asio::error::invalid_argument),
           "turnloop::sharded_acceptor::acceptor: index "
             + std::to_string(index) + " is out of range (size "
             + std::to_string(acceptors_.size()) + ")");

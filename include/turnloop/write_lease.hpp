@@ -14,8 +14,8 @@
 #include <turnloop/buffer_lease.hpp>
 #include <turnloop/detail/pool/pollable_stream.hpp>
 
-#include <boost/asio/async_result.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(async_result.hpp)
 
 namespace turnloop {
 
@@ -31,7 +31,7 @@ namespace turnloop {
 /// the turn's reads and writes cost one system call between them; the
 /// lease is released when the last byte is written, before the handler
 /// runs. Otherwise (epoll, a stream descriptor, a call off the loop's
-/// thread, a stream of another context) it is boost::asio::async_write of
+/// thread, a stream of another context) it is asio::async_write of
 /// the lease's bytes, and the lease is released when the handler has run.
 ///
 /// @param stream a stream socket or stream descriptor; it must outlive the
@@ -42,9 +42,9 @@ namespace turnloop {
 /// empty lease writes nothing.
 ///
 /// @param token the completion token; the signature is
-/// `void(boost::system::error_code, std::size_t)`, with the bytes written.
+/// `void(error_code, std::size_t)`, with the bytes written.
 ///
-/// Errors: boost::asio::error::operation_aborted if cancelled (through the
+/// Errors: asio::error::operation_aborted if cancelled (through the
 /// handler's cancellation slot, any cancellation type, or the stream's
 /// cancel() or close()); or the system's error (broken_pipe,
 /// connection_reset, ...; and, when config::pooled_io requires io_uring
@@ -56,11 +56,11 @@ namespace turnloop {
 /// destroyed first, the handler is destroyed without running and the lease
 /// released.
 template <typename Stream,
-    typename CompletionToken = boost::asio::default_completion_token_t<
+    typename CompletionToken = asio::default_completion_token_t<
       typename Stream::executor_type>>
   requires detail::pollable_stream<Stream>
 auto async_write_lease(Stream& stream, buffer_lease lease,
-    CompletionToken&& token = boost::asio::default_completion_token_t<
+    CompletionToken&& token = asio::default_completion_token_t<
       typename Stream::executor_type>());
 
 } // namespace turnloop

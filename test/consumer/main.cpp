@@ -3,35 +3,35 @@
 //
 // The consumer's program: what a user's first turnloop program does (a
 // loop, a post, a timer, a blocking job, the stats), checking each. Prints
-// one line naming the build mode and the Asio it was compiled against;
-// exits 1 if a check failed.
+// one line naming the build mode and the Asio (flavour and version) it was
+// compiled against; exits 1 if a check failed.
 //
 
 #include <turnloop.hpp>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/version.hpp>
+#include <turnloop/asio.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <exception>
+
+namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
 
 int main()
 {
   turnloop::loop ctx;
 
   int posted = 0;
-  boost::asio::post(ctx, [&] { ++posted; });
+  net::post(ctx, [&] { ++posted; });
 
   bool timer_fired = false;
-  boost::asio::steady_timer timer(ctx);
+  net::steady_timer timer(ctx);
   timer.expires_after(std::chrono::milliseconds(1));
-  timer.async_wait([&](boost::system::error_code ec) { timer_fired = !ec; });
+  timer.async_wait([&](turnloop::error_code ec) { timer_fired = !ec; });
 
   int answer = 0;
   turnloop::async_blocking(ctx, [] { return 42; },
-      [&](boost::system::error_code ec, std::exception_ptr e, int r) {
+      [&](turnloop::error_code ec, std::exception_ptr e, int r) {
         if (!ec && !e)
           answer = r;
       });
@@ -45,8 +45,13 @@ int main()
 #else // defined(TURNLOOP_HEADER_ONLY)
   const char* mode = "compiled";
 #endif // defined(TURNLOOP_HEADER_ONLY)
-  std::printf("consumer (%s, Asio %d.%d.%d): %s\n", mode,
-      BOOST_ASIO_VERSION / 100000, BOOST_ASIO_VERSION / 100 % 1000,
-      BOOST_ASIO_VERSION % 100, ok ? "ok" : "FAILED");
+#if defined(TURNLOOP_STANDALONE_ASIO)
+  const char* flavour = "standalone Asio";
+#else // defined(TURNLOOP_STANDALONE_ASIO)
+  const char* flavour = "Boost.Asio";
+#endif // defined(TURNLOOP_STANDALONE_ASIO)
+  std::printf("consumer (%s, %s %d.%d.%d): %s\n", mode, flavour,
+      TURNLOOP_ASIO_VERSION / 100000, TURNLOOP_ASIO_VERSION / 100 % 1000,
+      TURNLOOP_ASIO_VERSION % 100, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -10,8 +10,7 @@
 
 #include <turnloop.hpp>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "../asio.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -42,31 +41,31 @@ int main()
   turnloop::loop ctx(cfg);
 
   int posted = 0;
-  boost::asio::post(ctx, [&] { ++posted; });
+  asio::post(ctx, [&] { ++posted; });
 
   bool remote_posted = false;
   std::thread other([&] {
-    boost::system::error_code ec = ctx.try_post([&] { remote_posted = true; });
+    turnloop::error_code ec = ctx.try_post([&] { remote_posted = true; });
     check(!ec, "a post from another thread is accepted");
   });
   other.join();
 
   bool timer_fired = false;
-  boost::asio::steady_timer timer(ctx);
+  asio::steady_timer timer(ctx);
   timer.expires_after(std::chrono::milliseconds(1));
-  timer.async_wait([&](boost::system::error_code ec) { timer_fired = !ec; });
+  timer.async_wait([&](turnloop::error_code ec) { timer_fired = !ec; });
 
   int blocking_result = 0;
   turnloop::async_blocking(ctx, [] { return 6 * 7; },
-      [&](boost::system::error_code ec, std::exception_ptr e, int r) {
+      [&](turnloop::error_code ec, std::exception_ptr e, int r) {
         if (!ec && !e)
           blocking_result = r;
       });
 
   std::size_t leased_size = 0;
-  boost::asio::post(ctx, [&] {
+  asio::post(ctx, [&] {
     turnloop::buffer_lease lease =
-      boost::asio::use_service<turnloop::buffer_pool>(ctx).try_lease();
+      asio::use_service<turnloop::buffer_pool>(ctx).try_lease();
     leased_size = lease ? lease.capacity() : 0;
   });
 
@@ -92,7 +91,7 @@ int main()
     turnloop::loop refused(bad);
     check(false, "a bad configuration is refused");
   }
-  catch (const boost::system::system_error& e)
+  catch (const turnloop::system_error& e)
   {
     check(e.code() == turnloop::error::invalid_config,
         "a bad configuration is refused with invalid_config");

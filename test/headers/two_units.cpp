@@ -8,7 +8,7 @@
 
 #include "two_units.hpp"
 
-#include <boost/asio/post.hpp>
+#include "../asio.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -21,7 +21,7 @@ int main()
 
   int mine = 0;
   turnloop::async_blocking(ctx, [] { return 1; },
-      [&mine](boost::system::error_code ec, std::exception_ptr e, int r) {
+      [&mine](turnloop::error_code ec, std::exception_ptr e, int r) {
         if (!ec && !e)
           mine = r;
       });

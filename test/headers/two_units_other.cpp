@@ -6,20 +6,20 @@
 
 #include "two_units.hpp"
 
-#include <boost/asio/post.hpp>
+#include "../asio.hpp"
 
 #include <exception>
 
 void start_other_unit(turnloop::loop& l, int& result, std::size_t& leased)
 {
   turnloop::async_blocking(l, [] { return 6 * 7; },
-      [&result](boost::system::error_code ec, std::exception_ptr e, int r) {
+      [&result](turnloop::error_code ec, std::exception_ptr e, int r) {
         if (!ec && !e)
           result = r;
       });
-  boost::asio::post(l, [&l, &leased] {
+  asio::post(l, [&l, &leased] {
     turnloop::buffer_lease lease =
-      boost::asio::use_service<turnloop::buffer_pool>(l).try_lease();
+      asio::use_service<turnloop::buffer_pool>(l).try_lease();
     leased = lease ? lease.capacity() : 0;
   });
 }

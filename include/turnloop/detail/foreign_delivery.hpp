@@ -28,11 +28,12 @@
 #include <turnloop/detail/engine/operation.hpp>
 #include <turnloop/detail/loop_access.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/recycling_allocator.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(dispatch.hpp)
+#include TURNLOOP_ASIO_HEADER(executor_work_guard.hpp)
+#include TURNLOOP_ASIO_HEADER(recycling_allocator.hpp)
 
 #include <exception>
 #include <memory>
@@ -54,11 +55,11 @@ template <typename Handler, typename Executor, typename... Args>
 class foreign_delivery final : public operation
 {
 public:
-  using allocator_type = boost::asio::associated_allocator_t<Handler,
-        boost::asio::recycling_allocator<void>>;
+  using allocator_type = asio::associated_allocator_t<Handler,
+        asio::recycling_allocator<void>>;
   using node_allocator = typename std::allocator_traits<allocator_type>::
     template rebind_alloc<foreign_delivery>;
-  using work_guard = boost::asio::executor_work_guard<Executor>;
+  using work_guard = asio::executor_work_guard<Executor>;
 
   template <typename... A>
   foreign_delivery(loop_core& core, const allocator_type& alloc,
@@ -80,7 +81,7 @@ public:
     undelivered_courier = nullptr;
     try
     {
-      boost::asio::dispatch(work_->get_executor(), courier(this));
+      asio::dispatch(work_->get_executor(), courier(this));
       return;
     }
     catch (...)
@@ -205,8 +206,8 @@ public:
   reserved_delivery(loop_core& core, const Handler& handler,
       const Executor& ex)
     : core_(&core),
-      allocator_(boost::asio::get_associated_allocator(handler,
-            boost::asio::recycling_allocator<void>())),
+      allocator_(asio::get_associated_allocator(handler,
+            asio::recycling_allocator<void>())),
       work_(ex)
   {
     typename delivery::node_allocator alloc(allocator_);
@@ -265,7 +266,7 @@ class later_completion
 {
 public:
   using handler_executor =
-    boost::asio::associated_executor_t<Handler, IoExecutor>;
+    asio::associated_executor_t<Handler, IoExecutor>;
   using reservation = reserved_delivery<Handler, handler_executor, Args...>;
 
   /// Throws std::bad_alloc if the delivery cannot be reserved; the
@@ -276,7 +277,7 @@ public:
       args_(std::move(args)...)
   {
     const handler_executor ex =
-      boost::asio::get_associated_executor(handler_, io_ex);
+      asio::get_associated_executor(handler_, io_ex);
     if (!invokes_directly(ex, l))
       reserved_.emplace(core_of(l), handler_, ex);
   }

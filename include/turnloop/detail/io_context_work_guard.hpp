@@ -13,16 +13,16 @@
 #ifndef TURNLOOP_DETAIL_IO_CONTEXT_WORK_GUARD_HPP
 #define TURNLOOP_DETAIL_IO_CONTEXT_WORK_GUARD_HPP
 
-#include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/prefer.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/outstanding_work.hpp)
+#include TURNLOOP_ASIO_HEADER(executor_work_guard.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(prefer.hpp)
 
 #include <optional>
 #include <utility>
 
-namespace boost {
-namespace asio {
+TURNLOOP_ASIO_NAMESPACE_BEGIN
 
 /// Keeps a turnloop::loop's run() from running out of work while it owns
 /// work, like io_context's guard. Not thread-safe, as Asio's is not.
@@ -34,7 +34,7 @@ public:
 
   explicit executor_work_guard(const executor_type& e) noexcept
     : executor_(e),
-      work_(boost::asio::prefer(e, execution::outstanding_work.tracked))
+      work_(asio::prefer(e, execution::outstanding_work.tracked))
   {
   }
 
@@ -76,14 +76,13 @@ public:
   }
 
 private:
-  using work_type = decltype(boost::asio::prefer(
+  using work_type = decltype(asio::prefer(
       std::declval<const executor_type&>(), execution::outstanding_work.tracked));
 
   executor_type executor_;
   std::optional<work_type> work_;
 };
 
-} // namespace asio
-} // namespace boost
+TURNLOOP_ASIO_NAMESPACE_END
 
 #endif // TURNLOOP_DETAIL_IO_CONTEXT_WORK_GUARD_HPP

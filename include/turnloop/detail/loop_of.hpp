@@ -12,7 +12,8 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/execution_context.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstdint>
@@ -30,7 +31,7 @@ namespace detail {
 /// last loop it found, so that asking again for it costs a comparison (an
 /// accept, a blocking job or a pooled read on a polymorphic executor asks
 /// every time).
-TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx);
+TURNLOOP_DECL loop* loop_of(asio::execution_context& ctx);
 
 /// Counts loops that have begun to be destroyed: a thread's remembered loop
 /// is trusted only while the count is what it was when it was remembered.

@@ -17,7 +17,7 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <utility>
 
@@ -27,14 +27,14 @@ namespace detail {
 /// Runs @p deliver (which posts the refusal to the handler) on the loop, as
 /// one of config::post_capacity cross-thread posts. For a caller that is not
 /// the loop's thread.
-/// @throws boost::system::system_error (resource_limit, or shut_down while
+/// @throws system_error (resource_limit, or shut_down while
 /// the loop is destroyed) naming @p what, if the post is refused.
 template <typename Function>
 void post_remote_refusal(loop_core& core, Function&& deliver, const char* what)
 {
-  if (const boost::system::error_code ec =
+  if (const error_code ec =
         core.try_post(std::forward<Function>(deliver)))
-    throw boost::system::system_error(ec, what);
+    throw system_error(ec, what);
 }
 
 } // namespace detail

@@ -82,7 +82,7 @@ public:
   /// @throws std::bad_alloc if a new page cannot be allocated, or what T's
   /// constructor throws (the slot is then left free).
   template <typename... Args>
-  slot_id emplace(boost::system::error_code& ec, Args&&... args)
+  slot_id emplace(error_code& ec, Args&&... args)
   {
     if (live_ == ceiling_)
     {

@@ -8,33 +8,33 @@
 namespace turnloop {
 
 template <typename Protocol, typename Executor,
-    boost::asio::completion_token_for<void(boost::system::error_code,
+    asio::completion_token_for<void(error_code,
       accepted_socket<Protocol, Executor>)> AcceptToken>
   requires detail::accepts_streams<Protocol, Executor>
-auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+auto async_accept(asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
     AcceptToken&& token)
-  -> decltype(boost::asio::async_initiate<AcceptToken,
-      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+  -> decltype(asio::async_initiate<AcceptToken,
+      void(error_code, accepted_socket<Protocol, Executor>)>(
         std::declval<detail::initiate_accept<Protocol, Executor>>(), token))
 {
-  return boost::asio::async_initiate<AcceptToken,
-    void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+  return asio::async_initiate<AcceptToken,
+    void(error_code, accepted_socket<Protocol, Executor>)>(
       detail::initiate_accept<Protocol, Executor>(acceptor,
         acceptor.get_executor()), token);
 }
 
 template <typename Protocol, typename Executor,
-    boost::asio::completion_token_for<void(boost::system::error_code,
+    asio::completion_token_for<void(error_code,
       accepted_socket<Protocol, Executor>)> AcceptToken>
   requires detail::accepts_streams<Protocol, Executor>
-auto async_accept(boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+auto async_accept(asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
     const std::type_identity_t<Executor>& peer_executor, AcceptToken&& token)
-  -> decltype(boost::asio::async_initiate<AcceptToken,
-      void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+  -> decltype(asio::async_initiate<AcceptToken,
+      void(error_code, accepted_socket<Protocol, Executor>)>(
         std::declval<detail::initiate_accept<Protocol, Executor>>(), token))
 {
-  return boost::asio::async_initiate<AcceptToken,
-    void(boost::system::error_code, accepted_socket<Protocol, Executor>)>(
+  return asio::async_initiate<AcceptToken,
+    void(error_code, accepted_socket<Protocol, Executor>)>(
       detail::initiate_accept<Protocol, Executor>(acceptor, peer_executor),
       token);
 }

@@ -17,8 +17,8 @@ TURNLOOP_DECL handle_stats handle_statistics(loop& l)
   s.in_use = handles.in_use();
   s.high_water = handles.high_water();
   // The service exists from the first accept; before it, nothing waited.
-  if (boost::asio::has_service<detail::handle_service>(l))
-    boost::asio::use_service<detail::handle_service>(l).fill_stats(s);
+  if (asio::has_service<detail::handle_service>(l))
+    asio::use_service<detail::handle_service>(l).fill_stats(s);
   return s;
 }
 

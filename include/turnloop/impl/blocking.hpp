@@ -10,12 +10,12 @@
 
 #include <turnloop/detail/blocking/blocking_service.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/execution/context.hpp>
-#include <boost/asio/execution_context.hpp>
-#include <boost/asio/query.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
+#include TURNLOOP_ASIO_HEADER(strand.hpp)
 
 #include <turnloop/detail/loop_of.hpp>
 
@@ -27,24 +27,24 @@ namespace detail {
 
 /// The loop @p ex submits to: known from the type for the loop's executor
 /// and strands of it, looked for behind any other executor.
-/// @throws boost::system::system_error (operation_not_supported) if the
+/// @throws system_error (operation_not_supported) if the
 /// executor's context is not a loop.
 template <typename Executor>
 loop& submission_loop(const Executor& ex)
 {
   if constexpr (requires {
-      { boost::asio::query(ex, boost::asio::execution::context) }
+      { asio::query(ex, asio::execution::context) }
         -> std::same_as<loop&>; })
-    return boost::asio::query(ex, boost::asio::execution::context);
+    return asio::query(ex, asio::execution::context);
   else if constexpr (requires { { ex.context() } -> std::same_as<loop&>; })
     return ex.context();
   else
   {
-    if (loop* l = loop_of(boost::asio::query(ex,
-            boost::asio::execution::context)))
+    if (loop* l = loop_of(asio::query(ex,
+            asio::execution::context)))
       return *l;
-    throw boost::system::system_error(
-        make_error_code(boost::asio::error::operation_not_supported),
+    throw system_error(
+        make_error_code(asio::error::operation_not_supported),
         "turnloop::async_blocking: the executor's context is not a "
         "turnloop::loop");
   }
@@ -71,8 +71,8 @@ public:
   template <typename Handler, typename Function>
   void operator()(Handler&& handler, Function&& function) const
   {
-    boost::asio::use_service<blocking_service>(
-        static_cast<boost::asio::execution_context&>(loop_)).submit(
+    asio::use_service<blocking_service>(
+        static_cast<asio::execution_context&>(loop_)).submit(
           long_job_, ex_, std::forward<Handler>(handler),
           std::forward<Function>(function));
   }
@@ -88,7 +88,7 @@ auto initiate(loop& l, const Executor& ex, bool long_job, Function&& function,
     CompletionToken& token)
 {
   check_blocking_function<Function>();
-  return boost::asio::async_initiate<CompletionToken,
+  return asio::async_initiate<CompletionToken,
          blocking_signature_t<blocking_result_t<Function>>>(
       initiate_blocking<Executor>(l, ex, long_job), token,
       std::forward<Function>(function));

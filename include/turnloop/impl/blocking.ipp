@@ -12,8 +12,8 @@ namespace turnloop {
 // detail::blocking_service's, here because the service is the loop's: it
 // takes the loop its context is, and the loop's configuration.
 TURNLOOP_DECL detail::blocking_service::blocking_service(
-    boost::asio::execution_context& owner)
-  : boost::asio::execution_context::service(owner),
+    asio::execution_context& owner)
+  : asio::execution_context::service(owner),
     loop_(static_cast<loop&>(owner)),
     core_(detail::core_of(loop_)),
     config_(loop_.get_config().blocking),
@@ -30,10 +30,10 @@ TURNLOOP_DECL detail::blocking_service::blocking_service(
 TURNLOOP_DECL blocking_stats blocking_statistics(loop& l)
 {
   blocking_stats s;
-  if (boost::asio::has_service<detail::blocking_service>(l))
+  if (asio::has_service<detail::blocking_service>(l))
   {
-    boost::asio::use_service<detail::blocking_service>(
-        static_cast<boost::asio::execution_context&>(l)).fill_stats(s);
+    asio::use_service<detail::blocking_service>(
+        static_cast<asio::execution_context&>(l)).fill_stats(s);
   }
   return s;
 }

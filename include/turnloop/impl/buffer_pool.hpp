@@ -7,15 +7,16 @@
 #ifndef TURNLOOP_IMPL_BUFFER_POOL_HPP
 #define TURNLOOP_IMPL_BUFFER_POOL_HPP
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/handler_work.hpp>
-#include <boost/asio/detail/memory.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(bind_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_work.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
@@ -24,6 +25,7 @@
 #include <new>
 #include <optional>
 #include <type_traits>
+#include <memory>
 #include <utility>
 
 namespace turnloop {
@@ -33,13 +35,13 @@ template <typename Handler, typename IoExecutor>
 class buffer_wait_handler final : public buffer_wait_op
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(buffer_wait_handler);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(buffer_wait_handler);
 
   /// For a handler whose executor is not the loop's: the delivery of its
   /// completion, reserved before the wait starts (see foreign_delivery.hpp).
   using reservation = reserved_delivery<Handler,
-        boost::asio::associated_executor_t<Handler, IoExecutor>,
-        boost::system::error_code, buffer_lease>;
+        asio::associated_executor_t<Handler, IoExecutor>,
+        error_code, buffer_lease>;
 
   buffer_wait_handler(Handler& handler, const IoExecutor& io_ex,
       std::optional<reservation>&& reserved)
@@ -52,21 +54,21 @@ public:
 
 private:
   static void do_complete(buffer_wait_op* base,
-      const boost::system::error_code* ec, buffer_lease* lease)
+      const error_code* ec, buffer_lease* lease)
   {
     buffer_wait_handler* o = static_cast<buffer_wait_handler*>(base);
-    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
-    boost::asio::detail::handler_work<Handler, IoExecutor> w(
+    ptr p = { asio::detail::addressof(o->handler_), o, o };
+    asio::detail::handler_work<Handler, IoExecutor> w(
         std::move(o->work_));
     std::optional<reservation> reserved(std::move(o->reserved_));
 
     // Move the handler and its arguments out so that the operation's memory
     // is free before the upcall, which may start the next operation.
-    boost::asio::detail::move_binder2<Handler, boost::system::error_code,
+    asio::detail::move_binder2<Handler, error_code,
       buffer_lease> handler(0, std::move(o->handler_),
-          ec ? *ec : boost::system::error_code(),
+          ec ? *ec : error_code(),
           lease ? std::move(*lease) : buffer_lease());
-    p.h = boost::asio::detail::addressof(handler.handler_);
+    p.h = asio::detail::addressof(handler.handler_);
     p.reset();
 
     if (!ec)
@@ -81,7 +83,7 @@ private:
   }
 
   Handler handler_;
-  boost::asio::detail::handler_work<Handler, IoExecutor> work_;
+  asio::detail::handler_work<Handler, IoExecutor> work_;
   std::optional<reservation> reserved_;
 };
 
@@ -120,22 +122,31 @@ struct buffer_pool::canceller
   buffer_pool* pool;
   detail::slot_id id;
 
-  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  void operator()(asio::cancellation_type_t type) const noexcept
   {
-    if (type != boost::asio::cancellation_type::none)
-      pool->end_wait(id, boost::asio::error::operation_aborted);
+    if (type != asio::cancellation_type::none)
+      pool->end_wait(id, asio::error::operation_aborted);
   }
 };
 
-// Completes a pooled read's watch. It holds only an id, so a watch that
+// Completes a pooled read's watch, and owns the signal its slot belongs to
+// (buffer_waiter::watch says why). It holds only an id, so a watch that
 // completes after the wait is over (ended by the pool's own emit, or racing
 // with a grant) finds the id stale or the record no longer waiting.
 struct buffer_pool::watch_handler
 {
   buffer_pool* pool;
   detail::slot_id id;
+  std::unique_ptr<asio::cancellation_signal> signal;
 
-  void operator()(const boost::system::error_code& ec) const noexcept
+  using cancellation_slot_type = asio::cancellation_slot;
+
+  cancellation_slot_type get_cancellation_slot() const noexcept
+  {
+    return signal->slot();
+  }
+
+  void operator()(const error_code& ec) noexcept
   {
     pool->on_watch(id, ec);
   }
@@ -144,8 +155,8 @@ struct buffer_pool::watch_handler
 template <typename CompletionToken>
 auto buffer_pool::async_lease(CompletionToken&& token)
 {
-  return boost::asio::async_initiate<CompletionToken,
-    void(boost::system::error_code, buffer_lease)>(
+  return asio::async_initiate<CompletionToken,
+    void(error_code, buffer_lease)>(
         initiate_lease(*this), token);
 }
 
@@ -163,7 +174,7 @@ void buffer_pool::start_lease(Handler&& handler)
   // is an atomic ceiling, so what waits for the loop is bounded by
   // max_operations however long the loop does not turn.
   detail::operation_unit unit;
-  boost::system::error_code ec;
+  error_code ec;
   const bool admitted = admit(unit, ec);
   const bool on_loop = core_.running_in_this_thread();
   handler_type h(std::forward<Handler>(handler));
@@ -190,7 +201,7 @@ void buffer_pool::start_lease(Handler&& handler)
     // delivered without allocating in that turn, rather than dropping it.
     core_.post([this, lacking = detail::make_later_completion(loop_,
             get_executor(), std::move(h),
-            boost::system::error_code(boost::asio::error::no_memory),
+            error_code(asio::error::no_memory),
             buffer_lease()),
           unit = std::move(unit)]() mutable {
           try
@@ -225,7 +236,7 @@ void buffer_pool::lease_admitted(Handler& h, detail::operation_unit&& unit)
   }
   detail::buffer_waiter& w = *waiters_.find(id);
   if (b)
-    make_ready(id, w, boost::system::error_code(), b);
+    make_ready(id, w, error_code(), b);
   else
   {
     link_waiting(id, w);
@@ -240,19 +251,19 @@ detail::slot_id buffer_pool::add_waiter(Handler& handler,
   using op = detail::buffer_wait_handler<Handler, executor_type>;
 
   // The slot outlives the move of the handler into the operation.
-  boost::asio::cancellation_slot slot =
-    boost::asio::get_associated_cancellation_slot(handler);
+  asio::cancellation_slot slot =
+    asio::get_associated_cancellation_slot(handler);
 
   // Memory first, the handler last: an allocation that fails leaves the
   // handler (and the unit) with the caller.
-  typename op::ptr p = { boost::asio::detail::addressof(handler),
+  typename op::ptr p = { asio::detail::addressof(handler),
     op::ptr::allocate(handler), 0 };
   std::optional<typename op::reservation> reserved;
-  const auto ex = boost::asio::get_associated_executor(handler,
+  const auto ex = asio::get_associated_executor(handler,
       get_executor());
   if (!detail::invokes_directly(ex, loop_))
     reserved.emplace(core_, handler, ex);
-  boost::system::error_code ec;
+  error_code ec;
   const detail::slot_id id = waiters_.emplace(ec, nullptr,
       detail::operation_unit());
   // Every waiter holds one of the loop's operation units (its own, or its
@@ -298,9 +309,11 @@ bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
   w.descriptor = stream.native_handle();
   try
   {
+    auto signal = std::make_unique<asio::cancellation_signal>();
+    asio::cancellation_signal* watch = signal.get();
     stream.async_wait(Stream::wait_error,
-        boost::asio::bind_cancellation_slot(w.watch.slot(),
-          watch_handler{this, id}));
+        watch_handler{this, id, std::move(signal)});
+    w.watch = watch;
     w.watched = true;
   }
   catch (const std::bad_alloc&)

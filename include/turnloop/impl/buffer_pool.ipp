@@ -20,19 +20,19 @@
 #include <turnloop/detail/loop_of.hpp>
 #include <turnloop/detail/service_stats.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 namespace turnloop {
 
 namespace detail {
 
-inline loop& checked_loop(boost::asio::execution_context& ctx)
+inline loop& checked_loop(asio::execution_context& ctx)
 {
   if (loop* l = loop_of(ctx))
     return *l;
-  throw boost::system::system_error(
-      boost::asio::error::operation_not_supported,
+  throw system_error(
+      asio::error::operation_not_supported,
       "turnloop::buffer_pool needs a turnloop::loop");
 }
 
@@ -40,13 +40,13 @@ inline loop& checked_loop(boost::asio::execution_context& ctx)
 // which takes the whole pool and the whole loop.
 struct remembered_pool
 {
-  boost::asio::execution_context* context;
+  asio::execution_context* context;
   buffer_pool* pool;
   std::uint64_t loops_ended;
 };
 
 TURNLOOP_DECL buffer_pool* buffer_pool_of(
-    boost::asio::execution_context& ctx)
+    asio::execution_context& ctx)
 {
   static thread_local remembered_pool remembered{};
   // A pool's memory goes only with its loop's services, in ~loop, which
@@ -63,14 +63,14 @@ TURNLOOP_DECL buffer_pool* buffer_pool_of(
   loop* l = loop_of(ctx);
   if (!l)
     return nullptr;
-  remembered = {&ctx, &boost::asio::use_service<buffer_pool>(*l), ended};
+  remembered = {&ctx, &asio::use_service<buffer_pool>(*l), ended};
   return remembered.pool;
 }
 
 } // namespace detail
 
-TURNLOOP_DECL buffer_pool::buffer_pool(boost::asio::execution_context& ctx)
-  : boost::asio::execution_context::service(ctx),
+TURNLOOP_DECL buffer_pool::buffer_pool(asio::execution_context& ctx)
+  : asio::execution_context::service(ctx),
     loop_(detail::checked_loop(ctx)),
     core_(detail::core_of(loop_)),
     capacity_(core_.get_config().pooled_buffers),
@@ -137,7 +137,7 @@ TURNLOOP_DECL void buffer_pool::destroy_waiters() noexcept
 }
 
 TURNLOOP_DECL bool buffer_pool::admit(detail::operation_unit& unit,
-    boost::system::error_code& ec) noexcept
+    error_code& ec) noexcept
 {
   if (capacity_ == 0 || !core_.operations().try_acquire())
   {
@@ -152,20 +152,20 @@ TURNLOOP_DECL bool buffer_pool::admit(detail::operation_unit& unit,
 
 TURNLOOP_DECL buffer_lease buffer_pool::try_lease()
 {
-  boost::system::error_code ec;
+  error_code ec;
   buffer_lease lease = try_lease(ec);
   if (ec)
-    throw boost::system::system_error(ec, "turnloop::buffer_pool::try_lease");
+    throw system_error(ec, "turnloop::buffer_pool::try_lease");
   return lease;
 }
 
 TURNLOOP_DECL buffer_lease buffer_pool::try_lease(
-    boost::system::error_code& ec)
+    error_code& ec)
 {
   if (core_.being_destroyed())
   {
     // The pool is shutting down with the loop, or has (store_ is gone).
-    ec = boost::asio::error::shut_down;
+    ec = asio::error::shut_down;
     return buffer_lease();
   }
   detail::pooled_buffer* b = take();
@@ -203,7 +203,7 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
     const detail::slot_id id = wait_head_;
     detail::buffer_waiter& w = *waiters_.find(id);
     unlink_waiting(w);
-    make_ready(id, w, boost::system::error_code(), b);
+    make_ready(id, w, error_code(), b);
   }
   else if (ring_ && ring_->wants_buffer())
     ring_->lend(b);
@@ -215,7 +215,7 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
 }
 
 TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets(
-    boost::system::error_code& ec) noexcept
+    error_code& ec) noexcept
 {
   ec.clear();
   if (path_ != io_path::automatic)
@@ -239,7 +239,7 @@ TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets(
   // now: descriptors, memory), and the next one tries again.
   if (wanted == io_path::io_uring)
   {
-    ec.assign(ring_error_, boost::system::system_category());
+    ec.assign(ring_error_, asio::error::get_system_category());
     return nullptr;
   }
   path_ = io_path::epoll;
@@ -318,7 +318,7 @@ TURNLOOP_DECL void buffer_pool::unlink_waiting(
 }
 
 TURNLOOP_DECL void buffer_pool::make_ready(detail::slot_id id,
-    detail::buffer_waiter& w, const boost::system::error_code& ec,
+    detail::buffer_waiter& w, const error_code& ec,
     detail::pooled_buffer* b) noexcept
 {
   w.result = ec;
@@ -326,9 +326,9 @@ TURNLOOP_DECL void buffer_pool::make_ready(detail::slot_id id,
   if (w.watched)
   {
     // The watch completes later (Asio posts it) and finds the record no
-    // longer waiting.
+    // longer waiting, or gone.
     w.watched = false;
-    w.watch.emit(boost::asio::cancellation_type::all);
+    std::exchange(w.watch, nullptr)->emit(asio::cancellation_type::all);
   }
   w.next = detail::slot_id();
   if (ready_tail_)
@@ -340,7 +340,7 @@ TURNLOOP_DECL void buffer_pool::make_ready(detail::slot_id id,
 }
 
 TURNLOOP_DECL void buffer_pool::end_wait(detail::slot_id id,
-    const boost::system::error_code& ec) noexcept
+    const error_code& ec) noexcept
 {
   detail::buffer_waiter* w = waiters_.find(id);
   if (!w || !w->waiting)
@@ -350,12 +350,13 @@ TURNLOOP_DECL void buffer_pool::end_wait(detail::slot_id id,
 }
 
 TURNLOOP_DECL void buffer_pool::on_watch(detail::slot_id id,
-    boost::system::error_code ec) noexcept
+    error_code ec) noexcept
 {
   detail::buffer_waiter* w = waiters_.find(id);
   if (!w || !w->waiting)
     return;
   w->watched = false;
+  w->watch = nullptr; // its handler frees it once this returns
   if (!ec)
   {
     // The stream reports an error, a hang-up or urgent data. What a read
@@ -366,7 +367,7 @@ TURNLOOP_DECL void buffer_pool::on_watch(detail::slot_id id,
       return; // keeps waiting for a buffer, now unwatched (re-arming would
               // fire again at once)
     case detail::unread::nothing:
-      ec = boost::asio::error::would_block; // back to waiting for data
+      ec = asio::error::would_block; // back to waiting for data
       break;
     case detail::unread::end:
       break;
@@ -403,7 +404,7 @@ TURNLOOP_DECL std::size_t buffer_pool::run_ready(std::size_t budget)
     if (w.slot.is_connected())
       w.slot.clear();
     detail::buffer_wait_op* op = w.op;
-    const boost::system::error_code ec = w.result;
+    const error_code ec = w.result;
     buffer_lease lease(w.buffer);
     // Erasing releases an async_lease's operation unit before its handler
     // runs, so the handler can start the next one.
@@ -442,8 +443,8 @@ TURNLOOP_DECL buffer_pool_stats buffer_pool::stats() const noexcept
 
 TURNLOOP_DECL buffer_pool_stats detail::pool_statistics(loop& l) noexcept
 {
-  if (boost::asio::has_service<buffer_pool>(l))
-    return boost::asio::use_service<buffer_pool>(l).stats();
+  if (asio::has_service<buffer_pool>(l))
+    return asio::use_service<buffer_pool>(l).stats();
   buffer_pool_stats s;
   s.capacity = l.get_config().pooled_buffers;
   s.buffer_size = l.get_config().pooled_buffer_size;

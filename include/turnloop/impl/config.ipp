@@ -50,32 +50,41 @@ TURNLOOP_DECL void config::validate() const
   if (pooled_io != io_path::automatic && pooled_io != io_path::epoll
       && pooled_io != io_path::io_uring)
   {
-    throw boost::system::system_error(make_error_code(error::invalid_config),
+    throw system_error(make_error_code(error::invalid_config),
         "turnloop::config: pooled_io is not one of io_path's values");
+  }
+  if (pooled_io == io_path::io_uring && !detail::has_io_uring_path)
+  {
+    throw system_error(make_error_code(error::invalid_config),
+        "turnloop::config: pooled_io is io_uring, and this build has no "
+        "io_uring path: it needs Linux and Asio's epoll reactor, and this "
+        "build runs on Asio's " TURNLOOP_REACTOR_NAME " (use automatic or "
+        "epoll: the reactor's path)");
   }
   if (pooled_io == io_path::io_uring && pooled_buffers > 32768)
   {
-    throw boost::system::system_error(make_error_code(error::invalid_config),
+    throw system_error(make_error_code(error::invalid_config),
         "turnloop::config: pooled_io is io_uring, which needs pooled_buffers"
         " of at most 32768, and pooled_buffers is "
         + std::to_string(pooled_buffers));
   }
   if (const detail::config_check* bad = detail::find_invalid_field(*this, checks))
   {
-    throw boost::system::system_error(make_error_code(error::invalid_config),
+    throw system_error(make_error_code(error::invalid_config),
         "turnloop::config: " + std::string(bad->field) + " is "
         + std::to_string(bad->value) + ", must be between "
         + std::to_string(bad->min) + " and " + std::to_string(bad->max));
   }
 }
 
-TURNLOOP_DECL void config::validate(boost::system::error_code& ec) const noexcept
+TURNLOOP_DECL void config::validate(error_code& ec) const noexcept
 {
   detail::config_check checks[10];
   if (detail::find_invalid_field(*this, checks)
       || (pooled_io != io_path::automatic && pooled_io != io_path::epoll
         && pooled_io != io_path::io_uring)
-      || (pooled_io == io_path::io_uring && pooled_buffers > 32768))
+      || (pooled_io == io_path::io_uring
+        && (!detail::has_io_uring_path || pooled_buffers > 32768)))
     ec = make_error_code(error::invalid_config);
   else
     ec.clear();

@@ -7,16 +7,18 @@
 
 #include <turnloop/error.hpp>
 
+#include <string>
+
 namespace turnloop {
 namespace detail {
 
-class error_category_impl final : public boost::system::error_category
+class error_category_impl final : public error_category_base
 {
 public:
-  // A fixed id makes codes from this category compare equal across shared
-  // libraries that each hold their own instance.
+  // With Boost.System, a fixed id makes codes from this category compare
+  // equal across shared libraries that each hold their own instance.
   constexpr error_category_impl() noexcept
-    : boost::system::error_category(0x7475726e6c6f6f70ULL) // "turnloop"
+    : error_category_base(0x7475726e6c6f6f70ULL) // "turnloop"
   {
   }
 
@@ -26,11 +28,6 @@ public:
   }
 
   std::string message(int ev) const override
-  {
-    return message(ev, nullptr, 0);
-  }
-
-  const char* message(int ev, char*, std::size_t) const noexcept override
   {
     switch (static_cast<error>(ev))
     {
@@ -47,7 +44,7 @@ public:
 
 } // namespace detail
 
-TURNLOOP_DECL const boost::system::error_category& error_category() noexcept
+TURNLOOP_DECL const error_category_type& error_category() noexcept
 {
   static const detail::error_category_impl instance;
   return instance;

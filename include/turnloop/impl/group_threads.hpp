@@ -23,8 +23,9 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/loop.hpp>
 
-#include <boost/asio/execution/outstanding_work.hpp>
-#include <boost/asio/require.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/outstanding_work.hpp)
+#include TURNLOOP_ASIO_HEADER(require.hpp)
 
 #include <condition_variable>
 #include <cstddef>
@@ -43,9 +44,9 @@ namespace detail {
 class group_threads
 {
 public:
-  using work_guard = decltype(boost::asio::require(
+  using work_guard = decltype(asio::require(
       std::declval<loop::executor_type>(),
-      boost::asio::execution::outstanding_work.tracked));
+      asio::execution::outstanding_work.tracked));
 
   explicit group_threads(std::vector<std::unique_ptr<loop>>& loops) noexcept
     : loops_(loops)

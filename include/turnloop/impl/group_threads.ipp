@@ -8,9 +8,8 @@
 #include <turnloop/impl/group_threads.hpp>
 #include <turnloop/error.hpp>
 
-#include <boost/asio/post.hpp>
-#include <boost/system/errc.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(post.hpp)
 
 namespace turnloop {
 namespace detail {
@@ -29,7 +28,7 @@ TURNLOOP_DECL void group_threads::start()
 {
   std::lock_guard<std::mutex> lock(mutex_);
   if (started_)
-    throw boost::system::system_error(make_error_code(error::already_running),
+    throw system_error(make_error_code(error::already_running),
         "turnloop::loop_group::run");
   started_ = true;
   handlers_ = 0;
@@ -102,8 +101,8 @@ TURNLOOP_DECL void group_threads::thread_main(std::size_t index) noexcept
     if (--active_ != 0)
     {
       // Others still run and may post here: wait for them inside the loop.
-      guards_[index].emplace(boost::asio::require(l.get_executor(),
-          boost::asio::execution::outstanding_work.tracked));
+      guards_[index].emplace(asio::require(l.get_executor(),
+          asio::execution::outstanding_work.tracked));
       continue;
     }
     // Every loop has reported in this round.
@@ -173,7 +172,7 @@ TURNLOOP_DECL void group_threads::restart()
 {
   std::lock_guard<std::mutex> lock(mutex_);
   if (started_)
-    throw boost::system::system_error(make_error_code(error::already_running),
+    throw system_error(make_error_code(error::already_running),
         "turnloop::loop_group::restart");
   stopped_ = false;
   done_ = false;
@@ -202,8 +201,8 @@ TURNLOOP_DECL void group_threads::on_each_loop(
   const std::size_t n = loops_.size();
   for (auto& l : loops_)
     if (l->get_executor().running_in_this_thread())
-      throw boost::system::system_error(
-          make_error_code(boost::system::errc::resource_deadlock_would_occur),
+      throw system_error(
+          make_error_code(std::errc::resource_deadlock_would_occur),
           "turnloop::loop_group::stats called from one of the group's loops");
 
   std::unique_lock<std::mutex> lock(mutex_);
@@ -221,7 +220,7 @@ TURNLOOP_DECL void group_threads::on_each_loop(
   progress_ = true;
   for (std::size_t i = 0; i < n; ++i)
   {
-    boost::asio::post(*loops_[i], [this, state, i]
+    asio::post(*loops_[i], [this, state, i]
     {
       std::lock_guard<std::mutex> inner(mutex_);
       if (state->taken[i])

@@ -42,7 +42,7 @@ bool invokes_directly(const Executor& ex, const loop& l) noexcept
 
 } // namespace detail
 
-#if BOOST_ASIO_VERSION >= 103600
+#if TURNLOOP_ASIO_VERSION >= 103600
 
 template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a, const config& cfg)
@@ -58,7 +58,7 @@ loop::loop(std::allocator_arg_t, const Allocator& a, int)
 
 template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a,
-    const boost::asio::execution_context::service_maker& initial_services,
+    const asio::execution_context::service_maker& initial_services,
     const config& cfg)
   : loop(std::allocator_arg, a,
       std::make_unique<detail::user_asio_config>(initial_services),
@@ -68,9 +68,9 @@ loop::loop(std::allocator_arg_t, const Allocator& a,
 
 template <typename Allocator>
 loop::loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
-    const boost::asio::execution_context::service_maker* initial_services,
+    const asio::execution_context::service_maker* initial_services,
     const config& cfg)
-  : boost::asio::io_context(std::allocator_arg, a,
+  : asio::io_context(std::allocator_arg, a,
       detail::pinned_asio_config_maker(user.get(), initial_services)),
     user_asio_config_(std::move(user)),
     core_(*this, cfg)
@@ -78,7 +78,7 @@ loop::loop(std::allocator_arg_t, const Allocator& a, user_asio_config_ptr user,
   core_.start();
 }
 
-#endif // BOOST_ASIO_VERSION >= 103600
+#endif // TURNLOOP_ASIO_VERSION >= 103600
 
 inline loop::executor_type loop::get_executor() noexcept
 {
@@ -114,7 +114,7 @@ loop::count_type loop::run_one_until(
 }
 
 template <typename Function>
-boost::system::error_code loop::try_post(Function&& f)
+error_code loop::try_post(Function&& f)
 {
   return core_.try_post(std::forward<Function>(f));
 }

@@ -32,12 +32,12 @@ TURNLOOP_DECL std::atomic<std::uint64_t>& loops_ended() noexcept
 
 struct remembered_loop
 {
-  boost::asio::execution_context* context;
+  asio::execution_context* context;
   loop* found;
   std::uint64_t loops_ended;
 };
 
-TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx)
+TURNLOOP_DECL loop* loop_of(asio::execution_context& ctx)
 {
   static thread_local remembered_loop remembered{};
   // A remembered loop is alive while the count has not moved: a context
@@ -53,10 +53,10 @@ TURNLOOP_DECL loop* loop_of(boost::asio::execution_context& ctx)
   // dynamic_cast (which walked the class hierarchy comparing type names,
   // about 600 instructions a call): only a loop installs a turn_reactor,
   // and nothing derives from it.
-  using boost::asio::detail::epoll_reactor;
-  if (!boost::asio::has_service<epoll_reactor>(ctx))
+  using detail::reactor_task;
+  if (!asio::has_service<reactor_task>(ctx))
     return nullptr;
-  epoll_reactor& reactor = boost::asio::use_service<epoll_reactor>(ctx);
+  reactor_task& reactor = asio::use_service<reactor_task>(ctx);
   if (typeid(reactor) != typeid(turn_reactor))
     return nullptr;
   loop* l = &static_cast<loop&>(ctx);
@@ -82,24 +82,24 @@ TURNLOOP_DECL loop::loop(int)
 // io_context(1). From 1.34 it is the loop's own configuration, with nothing
 // of the program's: io_context(1) is not enough on 1.34.0, whose config
 // reader turns the hint "1" into 0 (doc/design.md, "Asio versions").
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 TURNLOOP_DECL loop::loop(const config& cfg)
   : loop(user_asio_config_ptr(), nullptr, cfg)
 {
 }
-#else // BOOST_ASIO_VERSION >= 103400
+#else // TURNLOOP_ASIO_VERSION >= 103400
 TURNLOOP_DECL loop::loop(const config& cfg)
-  : boost::asio::io_context(1),
+  : asio::io_context(1),
     core_(*this, cfg)
 {
   core_.start();
 }
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
 TURNLOOP_DECL loop::loop(
-    const boost::asio::execution_context::service_maker& initial_services,
+    const asio::execution_context::service_maker& initial_services,
     const config& cfg)
   : loop(std::make_unique<detail::user_asio_config>(initial_services),
       &initial_services, cfg)
@@ -107,9 +107,9 @@ TURNLOOP_DECL loop::loop(
 }
 
 TURNLOOP_DECL loop::loop(user_asio_config_ptr user,
-    const boost::asio::execution_context::service_maker* initial_services,
+    const asio::execution_context::service_maker* initial_services,
     const config& cfg)
-  : boost::asio::io_context(
+  : asio::io_context(
       detail::pinned_asio_config_maker(user.get(), initial_services)),
     user_asio_config_(std::move(user)),
     core_(*this, cfg)
@@ -117,7 +117,7 @@ TURNLOOP_DECL loop::loop(user_asio_config_ptr user,
   core_.start();
 }
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
 TURNLOOP_DECL loop::~loop()
 {

@@ -8,8 +8,8 @@
 #include <turnloop/loop_group.hpp>
 #include <turnloop/detail/group/add_stats.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <string>
 #include <thread>
@@ -50,7 +50,7 @@ TURNLOOP_DECL std::size_t loop_group::default_size() noexcept
 TURNLOOP_DECL loop_group::loop_group(std::size_t size, const config& cfg)
 {
   if (size == 0 || size > max_size)
-    throw boost::system::system_error(make_error_code(error::invalid_config),
+    throw system_error(make_error_code(error::invalid_config),
         "turnloop::loop_group: size must be 1 .. " + std::to_string(max_size)
           + ", not " + std::to_string(size));
   cfg.validate();
@@ -74,8 +74,8 @@ TURNLOOP_DECL loop_group::~loop_group()
 TURNLOOP_DECL turnloop::loop& loop_group::loop(std::size_t index)
 {
   if (index >= loops_.size())
-    throw boost::system::system_error(
-        make_error_code(boost::asio::error::invalid_argument),
+    throw system_error(
+        make_error_code(asio::error::invalid_argument),
         "turnloop::loop_group::loop: index " + std::to_string(index)
           + " is out of range (size " + std::to_string(loops_.size()) + ")");
   return *loops_[index];

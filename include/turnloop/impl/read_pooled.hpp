@@ -29,18 +29,20 @@
 #include <turnloop/detail/foreign_delivery.hpp>
 #include <turnloop/detail/pool/pollable_stream.hpp>
 #include <turnloop/detail/pool/pooled_recv_op.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
 
 #include <memory>
 #include <new>
@@ -58,15 +60,15 @@ public:
   using io_executor_type = typename Stream::executor_type;
 
   using handler_executor_type =
-    boost::asio::associated_executor_t<Handler, io_executor_type>;
+    asio::associated_executor_t<Handler, io_executor_type>;
 
   using executor_type = loop::executor_type;
 
   using allocator_type =
-    boost::asio::associated_allocator_t<Handler, std::allocator<void>>;
+    asio::associated_allocator_t<Handler, std::allocator<void>>;
 
   using cancellation_slot_type =
-    boost::asio::associated_cancellation_slot_t<Handler>;
+    asio::associated_cancellation_slot_t<Handler>;
 
   /// Starts a pooled read of @p stream for @p handler.
   static void start(Stream& stream, Handler&& handler)
@@ -74,12 +76,12 @@ public:
     const io_executor_type io_ex = stream.get_executor();
     buffer_pool* pool = buffer_pool_of_executor(io_ex);
     operation_unit unit;
-    boost::system::error_code ec = boost::asio::error::operation_not_supported;
+    error_code ec = asio::error::operation_not_supported;
     if (!pool)
     {
       // Not a loop's stream: there is no loop to deliver through.
-      return boost::asio::post(io_ex, boost::asio::detail::move_binder2<
-          Handler, boost::system::error_code, buffer_lease>(
+      return asio::post(io_ex, asio::detail::move_binder2<
+          Handler, error_code, buffer_lease>(
             0, std::move(handler), ec, buffer_lease()));
     }
     if (!pool->admit(unit, ec) || ring_refused(*pool, ec))
@@ -105,7 +107,7 @@ public:
     // told here, at the call, and cannot lose the read later.
     std::optional<reservation> reserved;
     const handler_executor_type ex =
-      boost::asio::get_associated_executor(handler, io_ex);
+      asio::get_associated_executor(handler, io_ex);
     if (!invokes_directly(ex, pool->loop_))
       reserved.emplace(pool->core_, handler, ex);
     read_pooled_op(stream, io_ex, *pool, std::move(unit), std::move(reserved),
@@ -121,20 +123,27 @@ public:
 
   allocator_type get_allocator() const noexcept
   {
-    return boost::asio::get_associated_allocator(handler_,
+    return asio::get_associated_allocator(handler_,
         std::allocator<void>());
   }
 
   cancellation_slot_type get_cancellation_slot() const noexcept
   {
-    return boost::asio::get_associated_cancellation_slot(handler_);
+    return asio::get_associated_cancellation_slot(handler_);
   }
 
   /// The stream is readable, or the wait for it ended with @p ec.
-  void operator()(const boost::system::error_code& ec)
+  void operator()(const error_code& ec)
   {
     if (ec)
       return complete(ec, buffer_lease());
+    // A buffer is minted only for data: without a free one, a socket can
+    // tell its end of stream or error first, as the reactor's read does.
+    // (A descriptor that is not a socket reads as data.)
+    const bool peeked = !pool_->store_->has_free();
+    if (peeked)
+      if (!go_on_with_data())
+        return;
     // Minting a buffer can fail: the read then ends with no_memory, and a
     // later read mints again.
     pooled_buffer* b;
@@ -144,35 +153,46 @@ public:
     }
     catch (const std::bad_alloc&)
     {
-      return complete(boost::asio::error::no_memory, buffer_lease());
+      return complete(asio::error::no_memory, buffer_lease());
     }
     if (b)
       return read(b);
 
-    // Every buffer is leased. A socket can tell its end of stream or error
-    // without one; otherwise wait for a buffer, first come first served.
-    boost::system::error_code end;
-    switch (probe_unread(stream_->native_handle(), end))
-    {
-    case unread::data:
-      break;
-    case unread::nothing:
-      return wait_readable();
-    case unread::end:
-      return complete(end, buffer_lease());
-    }
+    // Every buffer is leased: wait for one, first come first served, if
+    // there is data.
+    if (!peeked && !go_on_with_data())
+      return;
     buffer_pool& pool = *pool_;
     Stream& stream = *stream_;
     // A wait that cannot be recorded leaves this operation untouched.
     if (!pool.wait_for_read(std::move(*this), stream))
-      complete(boost::asio::error::no_memory, buffer_lease());
+      complete(asio::error::no_memory, buffer_lease());
+  }
+
+  /// Peeks at the socket: true if data waits; else the read ends (end of
+  /// stream, an error) or waits for readiness again (nothing), and false.
+  bool go_on_with_data()
+  {
+    error_code end;
+    switch (probe_unread(stream_->native_handle(), end))
+    {
+    case unread::data:
+      return true;
+    case unread::nothing:
+      wait_readable();
+      return false;
+    case unread::end:
+      complete(end, buffer_lease());
+      return false;
+    }
+    return true;
   }
 
   /// The wait for a buffer ended: @p lease, or an error (would_block: the
   /// data went away while it waited).
-  void operator()(const boost::system::error_code& ec, buffer_lease lease)
+  void operator()(const error_code& ec, buffer_lease lease)
   {
-    if (ec == boost::asio::error::would_block)
+    if (ec == asio::error::would_block)
       return wait_readable();
     if (ec)
       return complete(ec, buffer_lease());
@@ -183,11 +203,11 @@ public:
   /// the socket is readable (or tried at once, when it may be): reads into a
   /// buffer taken now, or finds the end of the stream or an error without
   /// one. not_done leaves the read waiting for the next edge, holding none.
-  boost::asio::detail::reactor_op::status perform_recv(
-      boost::system::error_code& ec, buffer_lease& lease,
+  asio::detail::reactor_op::status perform_recv(
+      error_code& ec, buffer_lease& lease,
       bool& needs_buffer) noexcept
   {
-    using status = boost::asio::detail::reactor_op::status;
+    using status = asio::detail::reactor_op::status;
     const int fd = stream_->native_handle();
     // A buffer is minted only for data: without a free one, a peek tells
     // first (the reactor tries a read at once, before any edge).
@@ -210,7 +230,7 @@ public:
     }
     catch (const std::bad_alloc&)
     {
-      ec = boost::asio::error::no_memory;
+      ec = asio::error::no_memory;
       return status::done;
     }
     if (!b)
@@ -233,7 +253,7 @@ public:
 
   /// The reactor's read is over: @p lease, an error, or data waiting that
   /// found every buffer leased (@p needs_buffer).
-  void on_recv(const boost::system::error_code& ec, buffer_lease lease,
+  void on_recv(const error_code& ec, buffer_lease lease,
       bool needs_buffer)
   {
     if (needs_buffer)
@@ -242,7 +262,7 @@ public:
       Stream& stream = *stream_;
       // A wait that cannot be recorded leaves this operation untouched.
       if (!pool.wait_for_read(std::move(*this), stream))
-        complete(boost::asio::error::no_memory, buffer_lease());
+        complete(asio::error::no_memory, buffer_lease());
       return;
     }
     complete(ec, std::move(lease));
@@ -274,7 +294,7 @@ public:
   /// The ring's receive is over: @p n bytes in @p b, or an error (with a
   /// buffer to give back, maybe), or data waiting that found every buffer
   /// leased (@p needs_buffer).
-  void on_ring_recv(const boost::system::error_code& ec, pooled_buffer* b,
+  void on_ring_recv(const error_code& ec, pooled_buffer* b,
       std::size_t n, bool needs_buffer)
   {
     if (b && n == 0)
@@ -286,7 +306,7 @@ public:
 
 private:
   using reservation = reserved_delivery<Handler, handler_executor_type,
-        boost::system::error_code, buffer_lease>;
+        error_code, buffer_lease>;
 
   // A reserved delivery holds work on the handler's executor until the
   // handler runs.
@@ -306,7 +326,7 @@ private:
   // required and cannot be set up now (told as a refusal is, after the
   // call; a read that gets this far later fails in wait_readable).
   static bool ring_refused(buffer_pool& pool,
-      boost::system::error_code& ec) noexcept
+      error_code& ec) noexcept
   {
     if constexpr (reactor_socket<Stream>)
       if (pool.core_.runs_here())
@@ -324,7 +344,7 @@ private:
     {
       // The reactor reads without blocking only a non-blocking socket; a
       // socket that cannot be made one is left to async_wait and read().
-      boost::system::error_code ec;
+      error_code ec;
       if (!stream.native_non_blocking())
         stream.native_non_blocking(true, ec);
       if (!ec)
@@ -337,9 +357,12 @@ private:
         // thread may use, and its successors the ring.
         if (core.runs_here())
         {
-          if (pool_ring* ring = pool_->ring_for_sockets(ec))
-            return uring_recv_op<read_pooled_op>::start(std::move(*this),
-                *ring, impl.socket_, impl.reactor_data_, true);
+          // (Without an io_uring path in the build there is never a ring.)
+          pool_ring* ring = pool_->ring_for_sockets(ec);
+          if constexpr (has_io_uring_path)
+            if (ring)
+              return uring_recv_op<read_pooled_op>::start(std::move(*this),
+                  *ring, impl.socket_, impl.reactor_data_, true);
           if (ec)
             return complete(ec, buffer_lease()); // io_uring required
         }
@@ -356,7 +379,7 @@ private:
   // read that delivers bytes.
   void read(pooled_buffer* b)
   {
-    boost::system::error_code ec;
+    error_code ec;
     std::size_t n = 0;
     if (!stream_->native_non_blocking())
       stream_->native_non_blocking(true, ec);
@@ -371,7 +394,7 @@ private:
     complete(ec, buffer_lease());
   }
 
-  void complete(const boost::system::error_code& ec, buffer_lease&& lease)
+  void complete(const error_code& ec, buffer_lease&& lease)
   {
     unit_.reset();
     if (!reserved_)
@@ -425,8 +448,8 @@ template <typename Stream, typename CompletionToken>
   requires detail::pollable_stream<Stream>
 auto async_read_pooled(Stream& stream, CompletionToken&& token)
 {
-  return boost::asio::async_initiate<CompletionToken,
-    void(boost::system::error_code, buffer_lease)>(
+  return asio::async_initiate<CompletionToken,
+    void(error_code, buffer_lease)>(
         detail::initiate_read_pooled<Stream>(stream), token);
 }
 

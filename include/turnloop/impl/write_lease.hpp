@@ -11,13 +11,14 @@
 #include <turnloop/detail/pool/pooled_recv_op.hpp>
 #include <turnloop/detail/uring/uring_send_op.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/consign.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(consign.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(write.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
 
 #include <memory>
 #include <optional>
@@ -35,11 +36,11 @@ class write_lease_delivery
 {
 public:
   using allocator_type =
-    boost::asio::associated_allocator_t<Handler, std::allocator<void>>;
+    asio::associated_allocator_t<Handler, std::allocator<void>>;
   using cancellation_slot_type =
-    boost::asio::associated_cancellation_slot_t<Handler>;
+    asio::associated_cancellation_slot_t<Handler>;
   using reservation = reserved_delivery<Handler, Executor,
-        boost::system::error_code, std::size_t>;
+        error_code, std::size_t>;
 
   write_lease_delivery(Handler&& handler,
       std::optional<reservation>&& reserved)
@@ -52,16 +53,16 @@ public:
 
   allocator_type get_allocator() const noexcept
   {
-    return boost::asio::get_associated_allocator(handler_,
+    return asio::get_associated_allocator(handler_,
         std::allocator<void>());
   }
 
   cancellation_slot_type get_cancellation_slot() const noexcept
   {
-    return boost::asio::get_associated_cancellation_slot(handler_);
+    return asio::get_associated_cancellation_slot(handler_);
   }
 
-  void operator()(const boost::system::error_code& ec, std::size_t n)
+  void operator()(const error_code& ec, std::size_t n)
   {
     if (!reserved_)
       return std::move(handler_)(ec, n);
@@ -99,42 +100,44 @@ public:
       buffer_pool* pool = buffer_pool_of_executor(io_ex);
       if (pool && lease && pool->core_.runs_here())
       {
-        boost::system::error_code setup;
+        error_code setup;
         pool_ring* ring = pool->ring_for_sockets(setup);
         if (setup)
         {
           // io_uring required and not to be had: the write fails with the
           // reason, after this call as any completion; the lease goes back
           // as this call returns.
-          boost::asio::post(io_ex, boost::asio::detail::move_binder2<
-              handler_type, boost::system::error_code, std::size_t>(0,
+          asio::post(io_ex, asio::detail::move_binder2<
+              handler_type, error_code, std::size_t>(0,
                 handler_type(std::forward<Handler>(handler)), setup, 0));
           return;
         }
-        if (ring)
-        {
-          using handler_executor =
-            boost::asio::associated_executor_t<handler_type, executor_type>;
-          using delivery = write_lease_delivery<handler_type,
-                handler_executor>;
-          const handler_executor ex =
-            boost::asio::get_associated_executor(handler, io_ex);
-          std::optional<typename delivery::reservation> reserved;
-          if (!invokes_directly(ex, pool->loop_))
-            reserved.emplace(pool->core_, handler, ex);
-          delivery d(handler_type(std::forward<Handler>(handler)),
-              std::move(reserved));
-          auto& impl = socket_implementation_of<Stream>::get(stream_);
-          uring_send_op<delivery, buffer_lease>::start(d, lease, *ring,
-              impl.socket_, impl.reactor_data_);
-          return;
-        }
+        // (Without an io_uring path in the build there is never a ring.)
+        if constexpr (has_io_uring_path)
+          if (ring)
+          {
+            using handler_executor =
+              asio::associated_executor_t<handler_type, executor_type>;
+            using delivery = write_lease_delivery<handler_type,
+                  handler_executor>;
+            const handler_executor ex =
+              asio::get_associated_executor(handler, io_ex);
+            std::optional<typename delivery::reservation> reserved;
+            if (!invokes_directly(ex, pool->loop_))
+              reserved.emplace(pool->core_, handler, ex);
+            delivery d(handler_type(std::forward<Handler>(handler)),
+                std::move(reserved));
+            auto& impl = socket_implementation_of<Stream>::get(stream_);
+            uring_send_op<delivery, buffer_lease>::start(d, lease, *ring,
+                impl.socket_, impl.reactor_data_);
+            return;
+          }
       }
     }
     // The lease's bytes do not move with the lease.
-    const boost::asio::const_buffer bytes = lease.data();
-    boost::asio::async_write(stream_, bytes,
-        boost::asio::consign(std::forward<Handler>(handler),
+    const asio::const_buffer bytes = lease.data();
+    asio::async_write(stream_, bytes,
+        asio::consign(std::forward<Handler>(handler),
           std::move(lease)));
   }
 
@@ -149,8 +152,8 @@ template <typename Stream, typename CompletionToken>
 auto async_write_lease(Stream& stream, buffer_lease lease,
     CompletionToken&& token)
 {
-  return boost::asio::async_initiate<CompletionToken,
-    void(boost::system::error_code, std::size_t)>(
+  return asio::async_initiate<CompletionToken,
+    void(error_code, std::size_t)>(
         detail::initiate_write_lease<Stream>(stream), token,
         std::move(lease));
 }

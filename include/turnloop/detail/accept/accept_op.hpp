@@ -32,21 +32,22 @@
 #include <turnloop/detail/ceiling_unit.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/basic_socket_acceptor.hpp>
-#include <boost/asio/basic_stream_socket.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/execution/context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/query.hpp>
-#include <boost/asio/detail/bind_handler.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/handler_work.hpp>
-#include <boost/asio/detail/memory.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_socket_acceptor.hpp)
+#include TURNLOOP_ASIO_HEADER(basic_stream_socket.hpp)
+#include TURNLOOP_ASIO_HEADER(bind_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/bind_handler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_work.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cerrno>
 #include <concepts>
@@ -68,18 +69,18 @@ namespace detail {
 template <typename Protocol, typename Executor>
 concept accepts_streams = std::same_as<
   typename Protocol::socket::template rebind_executor<Executor>::other,
-  boost::asio::basic_stream_socket<Protocol, Executor>>;
+  asio::basic_stream_socket<Protocol, Executor>>;
 
 /// True for the errors with which accept reports that the process or the
 /// system is out of descriptors or memory: the connection is still in the
 /// backlog, and accepting again at once would fail again.
-inline bool descriptor_shortage(const boost::system::error_code& ec) noexcept
+inline bool descriptor_shortage(const error_code& ec) noexcept
 {
-  return ec == boost::asio::error::no_descriptors
-    || ec == boost::system::error_code(ENFILE,
-        boost::asio::error::get_system_category())
-    || ec == boost::asio::error::no_buffer_space
-    || ec == boost::asio::error::no_memory;
+  return ec == asio::error::no_descriptors
+    || ec == error_code(ENFILE,
+        asio::error::get_system_category())
+    || ec == asio::error::no_buffer_space
+    || ec == asio::error::no_memory;
 }
 
 /// The handle service's canceller, in the slot of a handler whose
@@ -94,11 +95,11 @@ public:
   {
   }
 
-  void operator()(boost::asio::cancellation_type_t type)
+  void operator()(asio::cancellation_type_t type)
   {
-    if (!!(type & (boost::asio::cancellation_type::terminal
-            | boost::asio::cancellation_type::partial
-            | boost::asio::cancellation_type::total)))
+    if (!!(type & (asio::cancellation_type::terminal
+            | asio::cancellation_type::partial
+            | asio::cancellation_type::total)))
       service_->cancel(id_, type);
   }
 
@@ -120,7 +121,7 @@ public:
   {
   }
 
-  void operator()(const boost::system::error_code& ec)
+  void operator()(const error_code& ec)
   {
     if (ec)
       service_->watch_ended(id_, ec);
@@ -132,17 +133,17 @@ private:
   // A listening socket reports an error or a hang-up when it can accept no
   // more: its pending error says why, or else what accept(2) says of a
   // socket that is not listening.
-  boost::system::error_code listener_error() const
+  error_code listener_error() const
   {
     if (!acceptor_->is_open())
-      return boost::asio::error::operation_aborted;
+      return asio::error::operation_aborted;
     int error = 0;
     socklen_t size = sizeof(error);
     if (::getsockopt(acceptor_->native_handle(), SOL_SOCKET, SO_ERROR,
           &error, &size) == 0 && error != 0)
-      return boost::system::error_code(error,
-          boost::asio::error::get_system_category());
-    return boost::asio::error::invalid_argument;
+      return error_code(error,
+          asio::error::get_system_category());
+    return asio::error::invalid_argument;
   }
 
   handle_service* service_;
@@ -155,12 +156,12 @@ template <typename Handler>
 class parked_accept_op final : public parked_accept
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(parked_accept_op);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(parked_accept_op);
 
   /// Moves @p op into a new parked operation.
   static parked_accept_op* create(Handler& op)
   {
-    ptr p = {boost::asio::detail::addressof(op), ptr::allocate(op), 0};
+    ptr p = {asio::detail::addressof(op), ptr::allocate(op), 0};
     p.p = new (p.v) parked_accept_op(std::move(op));
     parked_accept_op* result = p.p;
     p.v = p.p = 0;
@@ -176,13 +177,13 @@ private:
   }
 
   static void do_resume(parked_accept* base,
-      const boost::system::error_code& ec, handle_unit&& granted,
-      const boost::asio::cancellation_slot& slot)
+      const error_code& ec, handle_unit&& granted,
+      const asio::cancellation_slot& slot)
   {
     parked_accept_op* o = static_cast<parked_accept_op*>(base);
     Handler op(std::move(o->op_));
     // Free this first: the operation may park again.
-    ptr p = {boost::asio::detail::addressof(op), o, o};
+    ptr p = {asio::detail::addressof(op), o, o};
     p.reset();
     op.resume(ec, std::move(granted), slot);
   }
@@ -191,7 +192,7 @@ private:
   {
     parked_accept_op* o = static_cast<parked_accept_op*>(base);
     Handler op(std::move(o->op_));
-    ptr p = {boost::asio::detail::addressof(op), o, o};
+    ptr p = {asio::detail::addressof(op), o, o};
     p.reset();
   }
 
@@ -202,11 +203,11 @@ template <typename Protocol, typename Executor, typename Handler>
 class accept_op
 {
 public:
-  using acceptor_type = boost::asio::basic_socket_acceptor<Protocol, Executor>;
-  using peer_type = boost::asio::basic_stream_socket<Protocol, Executor>;
+  using acceptor_type = asio::basic_socket_acceptor<Protocol, Executor>;
+  using peer_type = asio::basic_stream_socket<Protocol, Executor>;
   using socket_type = accepted_socket<Protocol, Executor>;
-  using allocator_type = boost::asio::associated_allocator_t<Handler>;
-  using cancellation_slot_type = boost::asio::cancellation_slot;
+  using allocator_type = asio::associated_allocator_t<Handler>;
+  using cancellation_slot_type = asio::cancellation_slot;
 
   /// Starts an accept on @p acceptor for @p handler, the accepted socket
   /// to be built on @p peer_executor (registered with that context's
@@ -216,11 +217,11 @@ public:
   static void start(acceptor_type& acceptor, const Executor& peer_executor,
       Handler&& handler, ceiling_unit&& placed)
   {
-    handle_service* service = handle_service::of(boost::asio::query(
-          acceptor.get_executor(), boost::asio::execution::context));
+    handle_service* service = handle_service::of(asio::query(
+          acceptor.get_executor(), asio::execution::context));
     if (!service)
       return refuse(acceptor, peer_executor, std::move(handler),
-          boost::asio::error::operation_not_supported);
+          asio::error::operation_not_supported);
     handle_service::admission a = service->admit();
     if (a.refused)
     {
@@ -236,7 +237,7 @@ public:
     std::optional<reservation> reserved;
     try
     {
-      const auto ex = boost::asio::get_associated_executor(handler,
+      const auto ex = asio::get_associated_executor(handler,
           acceptor.get_executor());
       if (!invokes_directly(ex, service->owner()))
         reserved.emplace(core_of(service->owner()), handler, ex);
@@ -252,12 +253,12 @@ public:
     if (!op.handle_)
       return op.park(false);
     if constexpr (plain_slot)
-      op.accept(boost::asio::get_associated_cancellation_slot(op.handler_));
+      op.accept(asio::get_associated_cancellation_slot(op.handler_));
     else
     {
-      auto slot = boost::asio::get_associated_cancellation_slot(op.handler_);
+      auto slot = asio::get_associated_cancellation_slot(op.handler_);
       if (!slot.is_connected())
-        return op.accept(boost::asio::cancellation_slot());
+        return op.accept(asio::cancellation_slot());
       slot.template emplace<accept_canceller>(*service, a.id);
       op.accept(service->proxy(a.id));
     }
@@ -267,7 +268,7 @@ public:
 
   allocator_type get_allocator() const noexcept
   {
-    return boost::asio::get_associated_allocator(handler_);
+    return asio::get_associated_allocator(handler_);
   }
 
   cancellation_slot_type get_cancellation_slot() const noexcept
@@ -276,7 +277,7 @@ public:
   }
 
   /// The kernel accept finished.
-  void operator()(const boost::system::error_code& ec, peer_type peer)
+  void operator()(const error_code& ec, peer_type peer)
   {
     if (descriptor_shortage(ec))
       return park(true);
@@ -284,8 +285,8 @@ public:
   }
 
   /// Back from the handle service (parked_accept::resume).
-  void resume(const boost::system::error_code& ec, handle_unit&& granted,
-      const boost::asio::cancellation_slot& slot)
+  void resume(const error_code& ec, handle_unit&& granted,
+      const asio::cancellation_slot& slot)
   {
     if (granted)
       handle_ = std::move(granted);
@@ -294,7 +295,7 @@ public:
     if (!acceptor_->is_open())
     {
       // Closed while this waited; its watch's report is on its way.
-      return complete(boost::asio::error::operation_aborted,
+      return complete(asio::error::operation_aborted,
           peer_type(peer_executor_));
     }
     try
@@ -305,19 +306,19 @@ public:
     {
       // Asio could not allocate the accept, and left this operation as it
       // was: it ends with no_memory, its handle going to the next in line.
-      complete(boost::asio::error::no_memory,
+      complete(asio::error::no_memory,
           peer_type(peer_executor_));
     }
   }
 
 private:
   static constexpr bool plain_slot = std::is_same_v<
-    boost::asio::associated_cancellation_slot_t<Handler>,
-    boost::asio::cancellation_slot>;
+    asio::associated_cancellation_slot_t<Handler>,
+    asio::cancellation_slot>;
 
   using reservation = reserved_delivery<Handler,
-        boost::asio::associated_executor_t<Handler, Executor>,
-        boost::system::error_code, socket_type>;
+        asio::associated_executor_t<Handler, Executor>,
+        error_code, socket_type>;
 
   accept_op(acceptor_type& acceptor, const Executor& peer_executor,
       handle_service& service, slot_id id, handle_unit&& handle,
@@ -336,15 +337,15 @@ private:
   }
 
   static void refuse(acceptor_type& acceptor, const Executor& peer_executor,
-      Handler&& handler, const boost::system::error_code& ec)
+      Handler&& handler, const error_code& ec)
   {
-    boost::asio::post(acceptor.get_executor(),
-        boost::asio::detail::move_binder2<Handler,
-          boost::system::error_code, socket_type>(0, std::move(handler), ec,
+    asio::post(acceptor.get_executor(),
+        asio::detail::move_binder2<Handler,
+          error_code, socket_type>(0, std::move(handler), ec,
             socket_type(peer_executor)));
   }
 
-  void accept(const boost::asio::cancellation_slot& slot)
+  void accept(const asio::cancellation_slot& slot)
   {
     slot_ = slot;
     acceptor_type& acceptor = *acceptor_;
@@ -360,7 +361,7 @@ private:
     handle_service& service = *service_;
     acceptor_type& acceptor = *acceptor_;
     const slot_id id = id_;
-    auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    auto slot = asio::get_associated_cancellation_slot(handler_);
     const bool connected = slot.is_connected();
 
     parked_accept_op<accept_op>* op;
@@ -375,7 +376,7 @@ private:
       // no_memory (create() left it untouched). At its start, the
       // initiating call throws instead.
       if (backing_off)
-        return complete(boost::asio::error::no_memory,
+        return complete(asio::error::no_memory,
             peer_type(peer_executor_));
       service.complete(id, false);
       throw;
@@ -393,16 +394,16 @@ private:
     if (steps.start_watch)
     {
       acceptor.async_wait(acceptor_type::wait_error,
-          boost::asio::bind_cancellation_slot(steps.watch_slot,
+          asio::bind_cancellation_slot(steps.watch_slot,
             accept_watch<acceptor_type>(service, id, acceptor)));
     }
   }
 
   // The operation's one completion.
-  void complete(const boost::system::error_code& ec, peer_type&& peer)
+  void complete(const error_code& ec, peer_type&& peer)
   {
     if (service_->complete(id_, !ec))
-      boost::asio::get_associated_cancellation_slot(handler_).clear();
+      asio::get_associated_cancellation_slot(handler_).clear();
     if (ec)
     {
       handle_.reset(); // to the next accept in line
@@ -410,11 +411,11 @@ private:
     }
     socket_type socket(std::move(peer), std::move(handle_),
         std::move(placed_));
-    boost::asio::detail::handler_work<Handler, Executor> work(
+    asio::detail::handler_work<Handler, Executor> work(
         std::move(work_));
     if (reserved_)
       return reserved_->deliver(std::move(handler_), ec, std::move(socket));
-    boost::asio::detail::move_binder2<Handler, boost::system::error_code,
+    asio::detail::move_binder2<Handler, error_code,
       socket_type> handler(0, std::move(handler_), ec, std::move(socket));
     work.complete(handler, handler.handler_);
   }
@@ -427,8 +428,8 @@ private:
   ceiling_unit placed_;
   std::optional<reservation> reserved_;
   Handler handler_;
-  boost::asio::detail::handler_work<Handler, Executor> work_;
-  boost::asio::cancellation_slot slot_;
+  asio::detail::handler_work<Handler, Executor> work_;
+  asio::cancellation_slot slot_;
 };
 
 /// async_initiate's initiation for turnloop::async_accept.
@@ -439,7 +440,7 @@ public:
   using executor_type = Executor;
 
   initiate_accept(
-      boost::asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
+      asio::basic_socket_acceptor<Protocol, Executor>& acceptor,
       const Executor& peer_executor)
     : acceptor_(&acceptor),
       peer_executor_(peer_executor)
@@ -468,7 +469,7 @@ public:
   }
 
 private:
-  boost::asio::basic_socket_acceptor<Protocol, Executor>* acceptor_;
+  asio::basic_socket_acceptor<Protocol, Executor>* acceptor_;
   Executor peer_executor_;
 };
 

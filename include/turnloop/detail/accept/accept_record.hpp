@@ -17,8 +17,8 @@
 #include <turnloop/detail/accept/handle_unit.hpp>
 #include <turnloop/detail/slot_table.hpp>
 
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
 
 #include <utility>
 
@@ -35,8 +35,8 @@ public:
   /// completes with it; otherwise it calls accept, holding @p granted if the
   /// line gave it a handle (one back from a backoff holds its own), and
   /// with @p slot as its kernel accept's cancellation slot.
-  void resume(const boost::system::error_code& ec, handle_unit&& granted,
-      const boost::asio::cancellation_slot& slot)
+  void resume(const error_code& ec, handle_unit&& granted,
+      const asio::cancellation_slot& slot)
   {
     resume_(this, ec, std::move(granted), slot);
   }
@@ -49,8 +49,8 @@ public:
 
 protected:
   using resume_function = void (*)(parked_accept*,
-      const boost::system::error_code&, handle_unit&&,
-      const boost::asio::cancellation_slot&);
+      const error_code&, handle_unit&&,
+      const asio::cancellation_slot&);
   using destroy_function = void (*)(parked_accept*) noexcept;
 
   parked_accept(resume_function resume, destroy_function destroy) noexcept
@@ -97,7 +97,7 @@ struct accept_record
   parked_accept* parked = nullptr;
 
   /// Ready: the error to complete with, or none to call accept.
-  boost::system::error_code result;
+  error_code result;
 
   /// Parked: the memory its resume handler will be posted in, reserved
   /// when it was parked (handle_service::reserve_resume), so that making it
@@ -105,8 +105,8 @@ struct accept_record
   /// allocates nothing.
   void* resume_memory = nullptr;
 
-  boost::asio::cancellation_signal watch;
-  boost::asio::cancellation_signal accept;
+  asio::cancellation_signal watch;
+  asio::cancellation_signal accept;
 };
 
 } // namespace detail

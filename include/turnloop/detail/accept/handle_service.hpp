@@ -40,11 +40,11 @@
 #include <turnloop/detail/accept/handle_unit.hpp>
 #include <turnloop/detail/slot_table.hpp>
 
-#include <boost/asio/basic_waitable_timer.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/execution_context.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(basic_waitable_timer.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <chrono>
 #include <cstddef>
@@ -55,7 +55,7 @@ namespace turnloop {
 namespace detail {
 
 class handle_service final
-  : public boost::asio::detail::execution_context_service_base<handle_service>
+  : public asio::detail::execution_context_service_base<handle_service>
 {
 public:
   /// The first and the longest wait before accept is tried again after it
@@ -66,12 +66,12 @@ public:
   static constexpr std::chrono::milliseconds longest_backoff{1000};
 
   /// @p ctx must be a turnloop::loop (see of()).
-  TURNLOOP_DECL explicit handle_service(boost::asio::execution_context& ctx);
+  TURNLOOP_DECL explicit handle_service(asio::execution_context& ctx);
   TURNLOOP_DECL ~handle_service();
 
   /// The service of @p ctx, created on first use, or nullptr if @p ctx is
   /// not a turnloop::loop.
-  TURNLOOP_DECL static handle_service* of(boost::asio::execution_context& ctx);
+  TURNLOOP_DECL static handle_service* of(asio::execution_context& ctx);
 
   /// The loop this service belongs to.
   loop& owner() const noexcept
@@ -83,7 +83,7 @@ public:
   /// or a record, with a handle if one was free and no accept is in line.
   struct admission
   {
-    boost::system::error_code refused;
+    error_code refused;
     slot_id id;
     handle_unit handle;
   };
@@ -96,7 +96,7 @@ public:
   {
     bool start_watch = false;
     bool install_canceller = false;
-    boost::asio::cancellation_slot watch_slot;
+    asio::cancellation_slot watch_slot;
   };
 
   /// Reserves the memory operation @p id's resume handler will be posted
@@ -117,7 +117,7 @@ public:
   /// Routes the handler's cancellation through the record, for a handler
   /// whose slot is not an asio::cancellation_slot; returns the slot to give
   /// the kernel accept.
-  TURNLOOP_DECL boost::asio::cancellation_slot proxy(slot_id id);
+  TURNLOOP_DECL asio::cancellation_slot proxy(slot_id id);
 
   /// The operation is about to deliver its completion: ends its watch,
   /// frees its record and its operation unit. Returns whether the handler's
@@ -126,7 +126,7 @@ public:
 
   /// The handler's slot was emitted.
   TURNLOOP_DECL void cancel(slot_id id,
-      boost::asio::cancellation_type_t type);
+      asio::cancellation_type_t type);
 
   /// True while the operation @p id is outstanding and its watch pending.
   TURNLOOP_DECL bool watching(slot_id id);
@@ -135,7 +135,7 @@ public:
   /// operation_aborted if the acceptor was cancelled or closed, otherwise
   /// the error the acceptor reports.
   TURNLOOP_DECL void watch_ended(slot_id id,
-      const boost::system::error_code& reason);
+      const error_code& reason);
 
   /// Adds the service's counters to @p s. Any thread.
   TURNLOOP_DECL void fill_stats(handle_stats& s);
@@ -166,7 +166,7 @@ private:
   TURNLOOP_DECL bool take_handle_locked() noexcept;
   TURNLOOP_DECL parking park_locked(accept_record& r, bool slot_connected);
   TURNLOOP_DECL void make_ready_locked(slot_id id, accept_record& r,
-      const boost::system::error_code& result);
+      const error_code& result);
   TURNLOOP_DECL void leave_backoff_locked(slot_id id);
   TURNLOOP_DECL void push_back(list& l, slot_id id) noexcept;
 
@@ -178,9 +178,9 @@ private:
   TURNLOOP_DECL void give_back_resume_memory(void* block) noexcept;
   TURNLOOP_DECL void unlink(list& l, slot_id id) noexcept;
 
-  using timer_type = boost::asio::basic_waitable_timer<
+  using timer_type = asio::basic_waitable_timer<
     std::chrono::steady_clock,
-    boost::asio::wait_traits<std::chrono::steady_clock>,
+    asio::wait_traits<std::chrono::steady_clock>,
     loop::executor_type>;
 
   loop& loop_;

@@ -55,7 +55,7 @@ public:
     functions_->destroy(this);
   }
 
-  /// Asks a running function to stop, if it takes a std::stop_token. Any
+  /// Asks a running function to stop, if it takes a turnloop::stop_token. Any
   /// thread, while the job is alive.
   void request_stop() noexcept
   {

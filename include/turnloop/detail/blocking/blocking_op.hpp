@@ -20,17 +20,17 @@
 #include <turnloop/error.hpp>
 #include <turnloop/detail/loop_access.hpp>
 
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/recycling_allocator.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(associated_executor.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(recycling_allocator.hpp)
 
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stop_token>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -48,7 +48,7 @@ class blocking_op final : public blocking_job
 public:
   using result_type = blocking_result_t<Function>;
   using handler_executor =
-    boost::asio::associated_executor_t<Handler, IoExecutor>;
+    asio::associated_executor_t<Handler, IoExecutor>;
 
   /// Allocates and constructs a job, and for a handler bound elsewhere the
   /// delivery of its completion; throws what allocation or the moves throw,
@@ -65,7 +65,7 @@ public:
       // reservation holds it); one run directly on the loop is covered by
       // the unit the service holds on the loop.
       std::optional<reservation> reserved;
-      handler_executor ex = boost::asio::get_associated_executor(handler, io_ex);
+      handler_executor ex = asio::get_associated_executor(handler, io_ex);
       if (!invokes_directly(ex, l))
         reserved.emplace(core_of(l), handler, ex);
       return ::new (static_cast<void*>(op)) blocking_op(
@@ -88,7 +88,7 @@ public:
   /// to the loop (see later_completion).
   static auto refusal(loop& l, const IoExecutor& io_ex, Handler&& handler)
   {
-    const boost::system::error_code ec = make_error_code(error::resource_limit);
+    const error_code ec = make_error_code(error::resource_limit);
     if constexpr (std::is_void_v<result_type>)
       return make_later_completion(l, io_ex, std::move(handler), ec,
           std::exception_ptr());
@@ -100,19 +100,19 @@ public:
   }
 
 private:
-  using handler_allocator = boost::asio::associated_allocator_t<Handler,
-        boost::asio::recycling_allocator<void>>;
+  using handler_allocator = asio::associated_allocator_t<Handler,
+        asio::recycling_allocator<void>>;
   using op_allocator = typename std::allocator_traits<handler_allocator>::
     template rebind_alloc<blocking_op>;
   using stored_result = std::conditional_t<std::is_void_v<result_type>,
         std::monostate, result_type>;
   using stop_type = std::conditional_t<takes_stop_token<Function>,
-        std::stop_source, no_stop_source>;
+        stop_source, no_stop_source>;
   using reservation = std::conditional_t<std::is_void_v<result_type>,
         reserved_delivery<Handler, handler_executor,
-          boost::system::error_code, std::exception_ptr>,
+          error_code, std::exception_ptr>,
         reserved_delivery<Handler, handler_executor,
-          boost::system::error_code, std::exception_ptr, result_type>>;
+          error_code, std::exception_ptr, result_type>>;
 
   template <typename H, typename F>
   blocking_op(H&& handler, F&& function,
@@ -127,8 +127,8 @@ private:
   template <typename H>
   static handler_allocator allocator_of(const H& handler) noexcept
   {
-    return boost::asio::get_associated_allocator(handler,
-        boost::asio::recycling_allocator<void>());
+    return asio::get_associated_allocator(handler,
+        asio::recycling_allocator<void>());
   }
 
   static void free(blocking_op* op, const handler_allocator& a) noexcept
@@ -170,16 +170,16 @@ private:
   static void do_complete(blocking_job* base)
   {
     blocking_op* op = static_cast<blocking_op*>(base);
-    boost::system::error_code ec;
+    error_code ec;
     if (op->state_ == state::aborted)
-      ec = boost::asio::error::operation_aborted;
+      ec = asio::error::operation_aborted;
     else if (op->state_ == state::refused)
       ec = make_error_code(error::resource_limit);
     else if (op->state_ == state::no_memory)
-      ec = boost::asio::error::no_memory;
+      ec = asio::error::no_memory;
 
     // Cleared while the handler, which may own the signal, is alive.
-    auto slot = boost::asio::get_associated_cancellation_slot(op->handler_);
+    auto slot = asio::get_associated_cancellation_slot(op->handler_);
     if (slot.is_connected())
       slot.clear();
 

@@ -8,8 +8,8 @@
 // - Bounded workers (config::blocking.threads) start on the first bounded
 //   job and take jobs from one FIFO queue. A worker with nothing to do looks
 //   out for a new job for a moment, then sleeps on a semaphore of its own
-//   (a futex_semaphore, which never yields); at most one worker at a time
-//   looks out, and it stops (and the next look-outs are skipped) when a
+//   (a worker_wake: on Linux a futex, which never yields); at most one
+//   worker at a time looks out, and it stops (and the next look-outs are skipped) when a
 //   yield shows that another thread wanted its core. A submission wakes as
 //   many sleepers as there are queued jobs that no "searching" worker
 //   (looking out, or woken and on its way) will take, so no worker is woken
@@ -25,7 +25,7 @@
 //   a job submitted from another thread and still on its way to the loop
 //   already holds its place. A worker gives a place back when it takes the
 //   job; a long thread when it ends.
-// - A finished job is pushed into the result ring, a Boost.Lockfree
+// - A finished job is pushed into the result ring (result_ring.hpp), a
 //   single-consumer ring with room for max_undelivered jobs: the service
 //   admits no more undelivered jobs than that, so a push cannot fail.
 //   Producers push under results_mutex_, one at a time; the loop pops
@@ -42,10 +42,9 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/config.hpp>
 #include <turnloop/detail/blocking/blocking_job.hpp>
-#include <turnloop/detail/blocking/futex_semaphore.hpp>
+#include <turnloop/detail/blocking/result_ring.hpp>
+#include <turnloop/detail/blocking/worker_wake.hpp>
 #include <turnloop/detail/ceiling.hpp>
-
-#include <boost/lockfree/spsc_queue.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -134,11 +133,11 @@ public:
 
   bool results_pending() const noexcept
   {
-    return results_.read_available() != 0;
+    return results_.nonempty();
   }
   /// @}
 
-  /// Queued jobs never run; running ones are asked to stop (std::stop_token)
+  /// Queued jobs never run; running ones are asked to stop (turnloop::stop_token)
   /// and waited for, and their results are dropped. After it, no thread
   /// touches a job, the core or the source, and every job still belongs to
   /// the service.
@@ -216,7 +215,7 @@ private:
   struct worker
   {
     std::thread thread;
-    futex_semaphore wake;
+    worker_wake wake;
     worker* next_sleeper = nullptr;
     // The job it runs; cleared before the job is pushed (so before the loop
     // can free it), so close() never sees a job that is gone.
@@ -278,7 +277,7 @@ private:
   alignas(64) std::mutex results_mutex_;
   bool results_closed_ = false;
   std::condition_variable long_done_; // close() waits here for long threads
-  boost::lockfree::spsc_queue<blocking_job*> results_;
+  result_ring<blocking_job*> results_;
 
   // Taken at submission, by any thread.
   alignas(64) ceiling queue_places_;

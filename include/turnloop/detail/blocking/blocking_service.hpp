@@ -36,8 +36,9 @@
 #include <turnloop/detail/engine/turn_source.hpp>
 #include <turnloop/detail/loop_access.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/execution_context.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <atomic>
 #include <cstddef>
@@ -50,24 +51,24 @@ namespace turnloop {
 namespace detail {
 
 class blocking_service final
-  : public boost::asio::execution_context::service,
+  : public asio::execution_context::service,
     public turn_source
 {
 public:
-  static inline boost::asio::execution_context::id id;
+  static inline asio::execution_context::id id;
 
   /// @p owner must be a turnloop::loop. Creates the result ring; starts no
   /// thread. Defined with blocking.hpp (impl/blocking.ipp), which has the
   /// whole loop.
   TURNLOOP_DECL explicit blocking_service(
-      boost::asio::execution_context& owner);
+      asio::execution_context& owner);
 
   TURNLOOP_DECL ~blocking_service();
 
   /// Admits and starts a job, or posts resource_limit to @p handler. Any
   /// thread: off the loop's thread an admitted job is posted to the loop to
   /// be started, and a refusal is posted within config::post_capacity.
-  /// @throws boost::system::system_error (resource_limit) if a submission
+  /// @throws system_error (resource_limit) if a submission
   /// from another thread is refused while post_capacity refusals are
   /// already queued; what allocating the job throws.
   template <typename Handler, typename Function, typename IoExecutor>
@@ -89,9 +90,9 @@ private:
     {
     }
 
-    void operator()(boost::asio::cancellation_type type) noexcept
+    void operator()(asio::cancellation_type type) noexcept
     {
-      if (type != boost::asio::cancellation_type::none)
+      if (type != asio::cancellation_type::none)
         service_.cancel(id_);
     }
 
@@ -153,7 +154,7 @@ private:
   /// Takes a credit, a place in the job's class and an operation of the
   /// loop, or none of them: then returns resource_limit. Any thread; on the
   /// loop's thread (@p on_loop) it also starts the bounded workers.
-  TURNLOOP_DECL boost::system::error_code admit(bool long_job,
+  TURNLOOP_DECL error_code admit(bool long_job,
       bool on_loop) noexcept;
 
   /// Gives back what admit() took, for a job that could not be built or

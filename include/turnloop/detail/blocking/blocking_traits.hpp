@@ -9,25 +9,25 @@
 #define TURNLOOP_DETAIL_BLOCKING_BLOCKING_TRAITS_HPP
 
 #include <turnloop/detail/config.hpp>
+#include <turnloop/stop_token.hpp>
 
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <exception>
-#include <stop_token>
 #include <type_traits>
 
 namespace turnloop {
 namespace detail {
 
-/// True if the job's function is called with a std::stop_token.
+/// True if the job's function is called with a turnloop::stop_token.
 template <typename Function>
 inline constexpr bool takes_stop_token =
-  std::is_invocable_v<std::decay_t<Function>, std::stop_token>;
+  std::is_invocable_v<std::decay_t<Function>, turnloop::stop_token>;
 
 template <typename Function, bool = takes_stop_token<Function>>
 struct blocking_invoke_result
 {
-  using type = std::invoke_result_t<std::decay_t<Function>, std::stop_token>;
+  using type = std::invoke_result_t<std::decay_t<Function>, turnloop::stop_token>;
 };
 
 template <typename Function>
@@ -43,13 +43,13 @@ using blocking_result_t =
 template <typename Result>
 struct blocking_signature
 {
-  using type = void(boost::system::error_code, std::exception_ptr, Result);
+  using type = void(error_code, std::exception_ptr, Result);
 };
 
 template <>
 struct blocking_signature<void>
 {
-  using type = void(boost::system::error_code, std::exception_ptr);
+  using type = void(error_code, std::exception_ptr);
 };
 
 /// Checks a job's function at the call, with messages a user can act on.
@@ -58,9 +58,9 @@ constexpr void check_blocking_function() noexcept
 {
   using function_type = std::decay_t<Function>;
   static_assert(std::is_invocable_v<function_type>
-      || std::is_invocable_v<function_type, std::stop_token>,
+      || std::is_invocable_v<function_type, turnloop::stop_token>,
       "a blocking job's function must be callable with no argument or "
-      "with a std::stop_token");
+      "with a turnloop::stop_token");
   static_assert(std::is_move_constructible_v<function_type>,
       "a blocking job's function must be move-constructible");
   using result_type = blocking_result_t<Function>;

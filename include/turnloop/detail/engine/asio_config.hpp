@@ -16,10 +16,11 @@
 
 #include <turnloop/detail/config.hpp>
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
-#include <boost/asio/config.hpp>
-#include <boost/asio/execution_context.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(config.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
 
 #include <cstddef>
 
@@ -36,10 +37,10 @@ class user_asio_config
 public:
   /// Runs @p initial_services against a private context and checks the
   /// settings a loop pins.
-  /// @throws boost::system::system_error with turnloop::error::invalid_config,
+  /// @throws system_error with turnloop::error::invalid_config,
   /// naming the first pinned setting given a value a loop cannot run with.
   TURNLOOP_DECL explicit user_asio_config(
-      const boost::asio::execution_context::service_maker& initial_services);
+      const asio::execution_context::service_maker& initial_services);
 
   user_asio_config(const user_asio_config&) = delete;
   user_asio_config& operator=(const user_asio_config&) = delete;
@@ -59,16 +60,16 @@ public:
   }
 
 private:
-  boost::asio::execution_context context_;
-  boost::asio::config_service* service_ = nullptr;
+  asio::execution_context context_;
+  asio::config_service* service_ = nullptr;
 };
 
 /// The config_service of a loop built from a service_maker: the pinned
 /// settings' values, and the program's (or nothing) for every other one.
-class pinned_asio_config final : public boost::asio::config_service
+class pinned_asio_config final : public asio::config_service
 {
 public:
-  TURNLOOP_DECL pinned_asio_config(boost::asio::execution_context& ctx,
+  TURNLOOP_DECL pinned_asio_config(asio::execution_context& ctx,
       const user_asio_config* user);
 
   TURNLOOP_DECL const char* get_value(const char* section, const char* key,
@@ -83,7 +84,7 @@ private:
 /// (may be null) must outlive the context's services; @p initial_services
 /// (null with @p user) the context's construction.
 class pinned_asio_config_maker final
-  : public boost::asio::execution_context::service_maker
+  : public asio::execution_context::service_maker
 {
 public:
   pinned_asio_config_maker(const user_asio_config* user,
@@ -95,7 +96,7 @@ public:
 
   ~pinned_asio_config_maker() override = default;
 
-  TURNLOOP_DECL void make(boost::asio::execution_context& ctx) const override;
+  TURNLOOP_DECL void make(asio::execution_context& ctx) const override;
 
 private:
   const user_asio_config* user_;
@@ -109,6 +110,6 @@ private:
 # include <turnloop/detail/engine/impl/asio_config.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
 #endif // TURNLOOP_DETAIL_ENGINE_ASIO_CONFIG_HPP

@@ -22,10 +22,11 @@
 #include <turnloop/detail/engine/remote_queue.hpp>
 #include <turnloop/detail/engine/turn_source.hpp>
 
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
-#include <boost/asio/io_context.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
 
 #include <atomic>
 #include <cstddef>
@@ -44,7 +45,7 @@ class turn_reactor;
 class loop_core
 {
 public:
-  TURNLOOP_DECL loop_core(boost::asio::io_context& owner, const config& cfg);
+  TURNLOOP_DECL loop_core(asio::io_context& owner, const config& cfg);
   loop_core(const loop_core&) = delete;
   loop_core& operator=(const loop_core&) = delete;
 
@@ -96,7 +97,7 @@ public:
   /// cross-thread posts are already queued; then leaves @p f untouched and
   /// returns resource_limit.
   template <typename Function>
-  boost::system::error_code try_post(Function&& f);
+  error_code try_post(Function&& f);
 
   /// Work counting for tracked executors. A unit taken on the loop thread is
   /// "local": a plain counter, no atomic read-modify-write. Returns whether
@@ -313,11 +314,11 @@ private:
 #if defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_DECL void take_arrivals() noexcept; // inline: noinline would clash
 #else // defined(TURNLOOP_HEADER_ONLY)
-  BOOST_NOINLINE void take_arrivals() noexcept;
+  TURNLOOP_NOINLINE void take_arrivals() noexcept;
 #endif // defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_DECL bool completes_io_here() const noexcept;
-  TURNLOOP_DECL void complete_io(boost::asio::detail::op_queue<
-      boost::asio::detail::scheduler_operation>& ready);
+  TURNLOOP_DECL void complete_io(asio::detail::op_queue<
+      asio::detail::scheduler_operation>& ready);
   // What this thread's run()/poll() calls have done, less what calls nested
   // in their handlers did: as in io_context, a nested call's handlers count
   // for it alone.
@@ -333,8 +334,8 @@ private:
   // The thread that runs a loop, and the loop it runs.
   static inline thread_local loop_core* current_ = nullptr;
 
-  boost::asio::io_context& owner_;
-  boost::asio::detail::scheduler& scheduler_;
+  asio::io_context& owner_;
+  asio::detail::scheduler& scheduler_;
   turn_reactor* reactor_ = nullptr;
   const config config_;
 
@@ -373,7 +374,7 @@ private:
   ceiling handles_;
 
   class turn_operation final
-    : public boost::asio::detail::scheduler_operation
+    : public asio::detail::scheduler_operation
   {
   public:
     explicit turn_operation(loop_core& core) noexcept
@@ -384,7 +385,7 @@ private:
 
   private:
     TURNLOOP_DECL static void do_complete(void* owner,
-        scheduler_operation* base, const boost::system::error_code&,
+        scheduler_operation* base, const error_code&,
         std::size_t);
 
     loop_core& core_;

@@ -15,8 +15,9 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 namespace turnloop {
 namespace detail {
@@ -24,8 +25,8 @@ namespace detail {
 class reactor_hook
 {
 public:
-  using op_queue = boost::asio::detail::op_queue<
-    boost::asio::detail::scheduler_operation>;
+  using op_queue = asio::detail::op_queue<
+    asio::detail::scheduler_operation>;
 
   /// Before the reactor's wait: submits, and moves what has completed into
   /// @p ops. True if it moved any (the wait must then not block). If not,

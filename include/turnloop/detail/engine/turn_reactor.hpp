@@ -1,7 +1,11 @@
 //
 // turnloop/detail/engine/turn_reactor.hpp
 //
-// Asio's epoll reactor with run() overridden. The scheduler calls run() with
+// Asio's reactor with run() overridden: whichever task Asio's scheduler runs
+// on this platform (reactor_task below: epoll, kqueue, /dev/poll, select, or
+// Asio's io_uring service when that is the default backend), since each
+// derives from scheduler_task and overrides the same run(usec, ops) and
+// interrupt(). The scheduler calls run() with
 // a timeout of zero to poll and a non-zero timeout to block; the override
 // lets the loop mark itself parked before it blocks (so a cross-thread post
 // knows it must wake it) and pick up cross-thread work after any poll, and
@@ -16,9 +20,14 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/engine/reactor_hook.hpp>
 
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
+#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+# include TURNLOOP_ASIO_HEADER(detail/io_uring_service.hpp)
+#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+# include TURNLOOP_ASIO_HEADER(detail/reactor.hpp)
+#endif // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 #include <atomic>
 
@@ -27,18 +36,27 @@ namespace detail {
 
 class loop_core;
 
-class turn_reactor final : public boost::asio::detail::epoll_reactor
+/// The scheduler's task on this platform and configuration
+/// (TURNLOOP_REACTOR_NAME, detail/platform.hpp): Asio's reactor, or its
+/// io_uring service, which then serves every socket, timer and file.
+#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+using reactor_task = asio::detail::io_uring_service;
+#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+using reactor_task = asio::detail::reactor;
+#endif // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+
+class turn_reactor final : public reactor_task
 {
 public:
-  turn_reactor(boost::asio::execution_context& ctx, loop_core& core)
-    : epoll_reactor(ctx),
+  turn_reactor(asio::execution_context& ctx, loop_core& core)
+    : reactor_task(ctx),
       core_(core)
   {
   }
 
   TURNLOOP_DECL void run(long usec,
-      boost::asio::detail::op_queue<
-        boost::asio::detail::scheduler_operation>& ops) override;
+      asio::detail::op_queue<
+        asio::detail::scheduler_operation>& ops) override;
 
   /// Wakes a blocked run(). The scheduler calls it when another thread
   /// queues an operation while the reactor runs, the loop when a
@@ -54,14 +72,14 @@ public:
   }
 
 private:
-  // The epoll wait, with the hook's submissions before it and its
+  // The reactor's wait, with the hook's submissions before it and its
   // completions after it. Without a hook (every loop that does not use
-  // io_uring) it is epoll's run alone, called from run() without a frame of
+  // io_uring) it is the reactor's run alone, called from run() without a frame of
   // its own.
   void wait(long usec, reactor_hook::op_queue& ops)
   {
     if (!hook_)
-      epoll_reactor::run(usec, ops);
+      reactor_task::run(usec, ops);
     else
       wait_with_hook(usec, ops);
   }

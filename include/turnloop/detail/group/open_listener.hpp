@@ -8,9 +8,10 @@
 #ifndef TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 #define TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 
-#include <boost/asio/detail/socket_option.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/config.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/socket_option.hpp)
+#include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <string>
 
@@ -19,30 +20,44 @@
 namespace turnloop {
 namespace detail {
 
-/// Opens @p acceptor for @p endpoint's protocol with SO_REUSEADDR (and
-/// SO_REUSEPORT if @p reuse_port), binds and listens.
-/// @throws boost::system::system_error whose message is @p who, the step
+#if defined(TURNLOOP_HAS_BALANCED_REUSEPORT)
+/// The option that makes the kernel spread a port's connections over the
+/// sockets bound to it (detail/platform.hpp): FreeBSD's SO_REUSEPORT_LB
+/// (written for it, not run here), Linux's SO_REUSEPORT.
+# if defined(SO_REUSEPORT_LB)
+using balanced_reuse_port = asio::detail::socket_option::boolean<
+    SOL_SOCKET, SO_REUSEPORT_LB>;
+# else // defined(SO_REUSEPORT_LB)
+using balanced_reuse_port = asio::detail::socket_option::boolean<
+    SOL_SOCKET, SO_REUSEPORT>;
+# endif // defined(SO_REUSEPORT_LB)
+#endif // defined(TURNLOOP_HAS_BALANCED_REUSEPORT)
+
+/// Opens @p acceptor for @p endpoint's protocol with SO_REUSEADDR (and the
+/// balancing SO_REUSEPORT if @p reuse_port, where the platform has it: the
+/// caller refuses otherwise), binds and listens.
+/// @throws system_error whose message is @p who, the step
 /// that failed and @p where.
 template <typename Acceptor>
 void open_listener(Acceptor& acceptor,
     const typename Acceptor::endpoint_type& endpoint, int backlog,
     bool reuse_port, const char* who, const std::string& where)
 {
-  using reuse_port_option = boost::asio::detail::socket_option::boolean<
-      SOL_SOCKET, SO_REUSEPORT>;
-  boost::system::error_code ec;
+  error_code ec;
   const char* step = "open";
   acceptor.open(endpoint.protocol(), ec);
   if (!ec)
   {
     step = "setsockopt(SO_REUSEADDR)";
-    acceptor.set_option(boost::asio::socket_base::reuse_address(true), ec);
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   }
+#if defined(TURNLOOP_HAS_BALANCED_REUSEPORT)
   if (!ec && reuse_port)
   {
     step = "setsockopt(SO_REUSEPORT)";
-    acceptor.set_option(reuse_port_option(true), ec);
+    acceptor.set_option(balanced_reuse_port(true), ec);
   }
+#endif // defined(TURNLOOP_HAS_BALANCED_REUSEPORT)
   if (!ec)
   {
     step = "bind";
@@ -54,7 +69,7 @@ void open_listener(Acceptor& acceptor,
     acceptor.listen(backlog, ec);
   }
   if (ec)
-    throw boost::system::system_error(ec,
+    throw system_error(ec,
         std::string(who) + ": " + step + where);
 }
 

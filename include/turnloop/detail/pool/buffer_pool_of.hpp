@@ -15,9 +15,10 @@
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/loop_of.hpp>
 
-#include <boost/asio/execution/context.hpp>
-#include <boost/asio/execution_context.hpp>
-#include <boost/asio/query.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(execution/context.hpp)
+#include TURNLOOP_ASIO_HEADER(execution_context.hpp)
+#include TURNLOOP_ASIO_HEADER(query.hpp)
 
 namespace turnloop {
 
@@ -29,14 +30,14 @@ namespace detail {
 /// The pool of the loop @p ctx is (created on first use), or nullptr if
 /// @p ctx is not a turnloop::loop. Any thread.
 TURNLOOP_DECL buffer_pool* buffer_pool_of(
-    boost::asio::execution_context& ctx);
+    asio::execution_context& ctx);
 
 /// The pool of the loop that runs @p ex, or nullptr.
 template <typename Executor>
 buffer_pool* buffer_pool_of_executor(const Executor& ex)
 {
   return buffer_pool_of(
-      boost::asio::query(ex, boost::asio::execution::context));
+      asio::query(ex, asio::execution::context));
 }
 
 } // namespace detail

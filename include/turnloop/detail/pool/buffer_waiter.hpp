@@ -14,8 +14,8 @@
 #include <turnloop/detail/operation_unit.hpp>
 #include <turnloop/detail/slot_table.hpp>
 
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
 
 #include <utility>
 
@@ -37,7 +37,7 @@ class buffer_wait_op
 public:
   /// Frees the operation, then delivers (@p ec, @p lease) to the handler
   /// through its associated executor.
-  void complete(const boost::system::error_code& ec, buffer_lease&& lease)
+  void complete(const error_code& ec, buffer_lease&& lease)
   {
     func_(this, &ec, &lease);
   }
@@ -50,7 +50,7 @@ public:
 
 protected:
   using func_type = void (*)(buffer_wait_op*,
-      const boost::system::error_code*, buffer_lease*);
+      const error_code*, buffer_lease*);
 
   explicit buffer_wait_op(func_type func) noexcept
     : func_(func)
@@ -82,17 +82,23 @@ struct buffer_waiter
   bool waiting = false; // in the waiting list, else in the ready list
 
   /// The result, once ready: a granted buffer, or an error.
-  boost::system::error_code result;
+  error_code result;
   pooled_buffer* buffer = nullptr;
 
   /// The handler's cancellation slot, if connected: holds the pool's
   /// canceller while the operation waits, and is cleared when it is done.
-  boost::asio::cancellation_slot slot;
+  asio::cancellation_slot slot;
 
   /// A pooled read's watch on its stream while it waits for a buffer (an
   /// async_wait(wait_error), which the stream's cancel() and close() end);
-  /// emitting this signal ends the watch once the wait is over.
-  boost::asio::cancellation_signal watch;
+  /// emitting this signal ends the watch once the wait is over. The signal
+  /// belongs to the watch's handler, which frees it when the watch
+  /// completes, not to this record: a reactor may finish a cancelled
+  /// operation only later (Asio's io_uring backend cancels in the kernel),
+  /// and it knows the operation by its slot's address, which must not be a
+  /// later waiter's meanwhile. Null once the watch has completed, or while
+  /// there is none.
+  asio::cancellation_signal* watch = nullptr;
   bool watched = false;
   int descriptor = -1; // the read's stream, for a probe when the watch fires
 };

@@ -15,7 +15,7 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <cstddef>
 
@@ -27,7 +27,7 @@ namespace detail {
 /// @returns the bytes read; or 0, with @p ec clear if nothing can be read
 /// now, or set to eof at the end of the stream or to the system's error.
 TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
-    std::size_t size, boost::system::error_code& ec) noexcept;
+    std::size_t size, error_code& ec) noexcept;
 
 /// What a read from a readable descriptor would find.
 enum class unread
@@ -39,7 +39,7 @@ enum class unread
 
 /// Peeks at socket @p fd without consuming anything.
 TURNLOOP_DECL unread probe_unread(int fd,
-    boost::system::error_code& ec) noexcept;
+    error_code& ec) noexcept;
 
 } // namespace detail
 } // namespace turnloop

@@ -10,8 +10,8 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/buffer.hpp>
-#include <boost/system/error_code.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(buffer.hpp)
 
 #include <concepts>
 
@@ -21,15 +21,15 @@ namespace detail {
 /// A stream a pooled read can wait on and read from without blocking:
 /// Asio's stream sockets and POSIX stream descriptors.
 template <typename Stream>
-concept pollable_stream = requires(Stream& s, boost::system::error_code& ec)
+concept pollable_stream = requires(Stream& s, error_code& ec)
 {
   typename Stream::executor_type;
   { s.native_handle() } -> std::convertible_to<int>;
   { s.native_non_blocking() } -> std::convertible_to<bool>;
   s.native_non_blocking(true, ec);
-  s.read_some(boost::asio::mutable_buffer(), ec);
+  s.read_some(asio::mutable_buffer(), ec);
   s.async_wait(Stream::wait_read,
-      [](const boost::system::error_code&) {});
+      [](const error_code&) {});
 };
 
 } // namespace detail

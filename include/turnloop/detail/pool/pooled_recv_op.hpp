@@ -1,8 +1,8 @@
 //
 // turnloop/detail/pool/pooled_recv_op.hpp
 //
-// How a pooled read of a socket waits for data: as one of the epoll
-// reactor's own read operations, like Asio's async_receive, except that the
+// How a pooled read of a socket waits for data: as one of the reactor's
+// own read operations, like Asio's async_receive, except that the
 // buffer is taken from the pool when the reactor performs the read, not when
 // the read starts. An async_wait(wait_read) would do as well for holding no
 // buffer, but Asio re-arms the descriptor (epoll_ctl) at every such wait, a
@@ -10,9 +10,14 @@
 // is queued on the descriptor's edge-triggered registration and performed
 // when the next edge arrives.
 //
+// (On select, which ignores allow_speculative, the read waits for the next
+// select; it is no re-arm there either.)
+//
 // The reactor and the socket's registration are Asio internals: they are
-// reached only when the socket's implementation is the epoll reactor's
-// (see reactor_socket), else a pooled read uses async_wait.
+// reached only when the socket's implementation is the reactor's (see
+// reactor_socket), else a pooled read uses async_wait. With Asio's io_uring
+// backend there is no reactor (TURNLOOP_REACTOR_NAME "io_uring",
+// detail/platform.hpp): every pooled read uses async_wait.
 //
 
 #ifndef TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP
@@ -20,11 +25,14 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/memory.hpp>
-#include <boost/asio/detail/reactor_op.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#if !defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+# include TURNLOOP_ASIO_HEADER(detail/reactor.hpp)
+#endif // !defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/reactor_op.hpp)
 
 #include <concepts>
 #include <cstddef>
@@ -34,7 +42,9 @@
 namespace turnloop {
 namespace detail {
 
-using epoll_reactor = boost::asio::detail::epoll_reactor;
+/// The pooled read's reactor operation (below, where there is a reactor).
+template <typename Handler, typename Lease>
+class pooled_recv_op;
 
 /// Reaches a socket's implementation, a protected member of Asio's
 /// basic_socket, as a class derived from the socket may.
@@ -47,7 +57,18 @@ struct socket_implementation_of : Stream
   }
 };
 
-/// A socket served by the epoll reactor: its implementation holds the
+#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+
+/// No socket is a reactor's: Asio's io_uring service serves them all.
+template <typename Stream>
+concept reactor_socket = false;
+
+#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+
+/// The reactor that serves sockets: epoll, kqueue, /dev/poll or select.
+using socket_reactor = asio::detail::reactor;
+
+/// A socket served by the reactor: its implementation holds the
 /// descriptor and the reactor's registration of it.
 template <typename Stream>
 concept reactor_socket = !std::is_final_v<Stream>
@@ -56,7 +77,7 @@ concept reactor_socket = !std::is_final_v<Stream>
     { socket_implementation_of<Stream>::get(s).socket_ }
       -> std::convertible_to<int>;
     { socket_implementation_of<Stream>::get(s).reactor_data_ }
-      -> std::same_as<epoll_reactor::per_descriptor_data&>;
+      -> std::same_as<socket_reactor::per_descriptor_data&>;
   };
 
 /// Installed in the read's cancellation slot while the reactor holds it, as
@@ -64,24 +85,24 @@ concept reactor_socket = !std::is_final_v<Stream>
 class pooled_recv_cancellation
 {
 public:
-  pooled_recv_cancellation(epoll_reactor& reactor,
-      epoll_reactor::per_descriptor_data& data, int descriptor) noexcept
+  pooled_recv_cancellation(socket_reactor& reactor,
+      socket_reactor::per_descriptor_data& data, int descriptor) noexcept
     : reactor_(&reactor),
       data_(&data),
       descriptor_(descriptor)
   {
   }
 
-  void operator()(boost::asio::cancellation_type_t type) const
+  void operator()(asio::cancellation_type_t type) const
   {
-    if (type != boost::asio::cancellation_type::none)
+    if (type != asio::cancellation_type::none)
       reactor_->cancel_ops_by_key(descriptor_, *data_,
-          epoll_reactor::read_op, const_cast<pooled_recv_cancellation*>(this));
+          socket_reactor::read_op, const_cast<pooled_recv_cancellation*>(this));
   }
 
 private:
-  epoll_reactor* reactor_;
-  epoll_reactor::per_descriptor_data* data_;
+  socket_reactor* reactor_;
+  socket_reactor::per_descriptor_data* data_;
   int descriptor_;
 };
 
@@ -96,13 +117,13 @@ private:
 /// The operation's memory comes from the read's allocator, which is its
 /// user handler's.
 template <typename Handler, typename Lease>
-class pooled_recv_op final : public boost::asio::detail::reactor_op
+class pooled_recv_op final : public asio::detail::reactor_op
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(pooled_recv_op);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(pooled_recv_op);
 
   explicit pooled_recv_op(Handler&& handler)
-    : reactor_op(boost::system::error_code(), &pooled_recv_op::do_perform,
+    : reactor_op(error_code(), &pooled_recv_op::do_perform,
         &pooled_recv_op::do_complete),
       handler_(std::move(handler))
   {
@@ -111,13 +132,13 @@ public:
   /// Queues @p handler's read on the reactor's registration of @p data.
   /// Only on the loop's thread may the reactor try the read at once
   /// (@p speculative): the pool belongs to that thread.
-  static void start(Handler&& handler, epoll_reactor& reactor, int descriptor,
-      epoll_reactor::per_descriptor_data& data, bool speculative)
+  static void start(Handler&& handler, socket_reactor& reactor, int descriptor,
+      socket_reactor::per_descriptor_data& data, bool speculative)
   {
     // Memory and the slot's canceller first, the handler last: an
     // allocation that fails leaves the handler with the caller.
     auto slot = handler.get_cancellation_slot();
-    ptr p = { boost::asio::detail::addressof(handler),
+    ptr p = { asio::detail::addressof(handler),
       ptr::allocate(handler), 0 };
     void* key = nullptr;
     if (slot.is_connected())
@@ -125,7 +146,7 @@ public:
           descriptor);
     p.p = new (p.v) pooled_recv_op(std::move(handler));
     p.p->cancellation_key_ = key;
-    reactor.start_op(epoll_reactor::read_op, descriptor, data, p.p, false,
+    reactor.start_op(socket_reactor::read_op, descriptor, data, p.p, false,
         speculative);
     p.v = p.p = 0;
   }
@@ -137,19 +158,19 @@ private:
     return o->handler_.perform_recv(o->ec_, o->lease_, o->needs_buffer_);
   }
 
-  static void do_complete(void* owner, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void* owner, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     pooled_recv_op* o = static_cast<pooled_recv_op*>(base);
-    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+    ptr p = { asio::detail::addressof(o->handler_), o, o };
 
     // Moved out so that the operation's memory is free before the read
     // goes on, which may start the next operation.
     Handler handler(std::move(o->handler_));
-    const boost::system::error_code ec = o->ec_;
+    const error_code ec = o->ec_;
     Lease lease(std::move(o->lease_));
     const bool needs_buffer = o->needs_buffer_;
-    p.h = boost::asio::detail::addressof(handler);
+    p.h = asio::detail::addressof(handler);
     p.reset();
 
     // Without an owner the loop is being destroyed: the read, and any
@@ -162,6 +183,8 @@ private:
   Lease lease_;
   bool needs_buffer_ = false;
 };
+
+#endif // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
 
 } // namespace detail
 } // namespace turnloop

@@ -58,13 +58,18 @@
 #define TURNLOOP_DETAIL_URING_POOL_RING_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/engine/reactor_hook.hpp>
 #include <turnloop/detail/uring/uring_ring.hpp>
 
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/detail/epoll_reactor.hpp>
-#include <boost/asio/detail/reactor_op.hpp>
-#include <boost/asio/detail/scheduler_operation.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/epoll_reactor.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/reactor_op.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
 
 #include <cstddef>
 #include <cstdint>
@@ -82,7 +87,7 @@ class uring_watch;
 /// An operation in the ring. The reaped completion is stored in result_ and
 /// the operation queued as a scheduler operation; its complete function
 /// then runs in the turn's I/O step (owner null: destroyed unrun).
-class uring_op : public boost::asio::detail::scheduler_operation
+class uring_op : public asio::detail::scheduler_operation
 {
 public:
   uring_result result_;
@@ -121,7 +126,7 @@ private:
 };
 
 /// A socket's watcher (see the file comment). Recycled by the pool_ring.
-class uring_watch final : public boost::asio::detail::reactor_op
+class uring_watch final : public asio::detail::reactor_op
 {
 public:
   TURNLOOP_DECL explicit uring_watch(pool_ring* ring) noexcept;
@@ -131,8 +136,8 @@ private:
   friend class uring_op;
   TURNLOOP_DECL static status do_perform(reactor_op* base) noexcept;
   TURNLOOP_DECL static void do_complete(void* owner,
-      boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t);
+      asio::detail::operation* base,
+      const error_code&, std::size_t);
 
   /// True while close() or cancel() has not aborted it.
   bool queued() const noexcept
@@ -180,14 +185,19 @@ private:
   int fd_ = -1;                 // the socket's descriptor, while live
   // The socket's registration, to queue itself on again after stepping
   // aside; and whether its completion is for that (not for an abort).
-  boost::asio::detail::epoll_reactor::per_descriptor_data state_ = nullptr;
+  asio::detail::epoll_reactor::per_descriptor_data state_ = nullptr;
   bool stepped_aside_ = false;
 };
 
 class pool_ring final : public reactor_hook
 {
 public:
-  using epoll_reactor = boost::asio::detail::epoll_reactor;
+  using epoll_reactor = asio::detail::epoll_reactor;
+
+  /// True if an io_uring with a buffer ring can be set up here now (one is
+  /// made and closed: the loop's constructor asks, for io_path::io_uring);
+  /// false with @p error set if not.
+  TURNLOOP_DECL static bool probe(int& error) noexcept;
 
   /// Sets the ring up for @p store's buffers, watched by @p core's reactor,
   /// and installs it as the reactor's hook. nullptr with @p error set if
@@ -278,7 +288,7 @@ public:
   TURNLOOP_DECL bool reactor_ready() noexcept override;
 
   /// The reactor's epoll descriptor, if found and fit for the ring to wait
-  /// on (see find_reactor_descriptor); -1 if the loop waits in epoll.
+  /// on (see reactor_descriptor_of); -1 if the loop waits in epoll.
   int reactor_descriptor() const noexcept
   {
     return reactor_fd_;
@@ -386,11 +396,9 @@ private:
                                    // fired (see reactor_ready)
 };
 
-/// The epoll descriptor in which @p registered (a descriptor the reactor
-/// registered) is watched, found through /proc/self/fdinfo, if that epoll
-/// also watches a timerfd (the reactor's timers then need no timeout of
-/// their own); -1 if there is none, or /proc cannot tell.
-TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept;
+/// The epoll descriptor of @p reactor, if it also watches a timerfd (the
+/// reactor's timers then need no timeout of their own); -1 if not.
+TURNLOOP_DECL int reactor_descriptor_of(asio::detail::epoll_reactor& reactor) noexcept;
 
 /// True if the program runs under Valgrind, where a loop must not block in
 /// io_uring_enter (see the definition).
@@ -407,9 +415,9 @@ public:
   {
   }
 
-  void operator()(boost::asio::cancellation_type_t type) const noexcept
+  void operator()(asio::cancellation_type_t type) const noexcept
   {
-    if (type != boost::asio::cancellation_type::none)
+    if (type != asio::cancellation_type::none)
       ring_->abort(*op_);
   }
 
@@ -457,5 +465,54 @@ inline void* watch_key(uring_watch* w) noexcept
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/detail/uring/impl/pool_ring.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace turnloop {
+namespace detail {
+
+class buffer_store;
+class loop_core;
+struct pooled_buffer;
+
+/// Where there is no io_uring path, no ring: create() and probe() refuse
+/// with ENOTSUP, so the pool never has one, and what the pool and the
+/// reads would ask of one is here only to be compiled, never reached.
+class pool_ring
+{
+public:
+  static pool_ring* create(loop_core&, buffer_store&, std::size_t,
+      std::size_t, int& error) noexcept
+  {
+    error = ENOTSUP;
+    return nullptr;
+  }
+
+  static bool probe(int& error) noexcept
+  {
+    error = ENOTSUP;
+    return false;
+  }
+
+  void destroy() noexcept {}
+  void reclaim() noexcept {}
+  bool wants_buffer() const noexcept { return false; }
+  void lend(pooled_buffer*) noexcept {}
+  bool full() const noexcept { return true; }
+  std::uint64_t enters() const noexcept { return 0; }
+  int reactor_descriptor() const noexcept { return -1; }
+
+private:
+  pool_ring() = delete;
+};
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_POOL_RING_HPP

@@ -22,12 +22,17 @@
 #define TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/pool/buffer_store.hpp>
 #include <turnloop/detail/uring/pool_ring.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/memory.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cerrno>
 #include <utility>
@@ -36,21 +41,21 @@ namespace turnloop {
 namespace detail {
 
 /// The error an io_uring completion's result stands for.
-inline boost::system::error_code uring_error(int res, bool aborted) noexcept
+inline error_code uring_error(int res, bool aborted) noexcept
 {
   if (res == -ECANCELED || aborted)
-    return boost::asio::error::operation_aborted;
-  return boost::system::error_code(-res,
-      boost::asio::error::get_system_category());
+    return asio::error::operation_aborted;
+  return error_code(-res,
+      asio::error::get_system_category());
 }
 
 template <typename Handler>
 class uring_recv_op final : public uring_op
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(uring_recv_op);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(uring_recv_op);
 
-  using epoll_reactor = boost::asio::detail::epoll_reactor;
+  using epoll_reactor = asio::detail::epoll_reactor;
 
   /// Submits @p handler's read of @p fd, registered with the reactor as
   /// @p data (where its watcher is queued if it has none yet).
@@ -58,7 +63,7 @@ public:
   static void start(Handler&& handler, pool_ring& ring, int fd,
       epoll_reactor::per_descriptor_data& data, bool poll_first)
   {
-    ptr p = { boost::asio::detail::addressof(handler),
+    ptr p = { asio::detail::addressof(handler),
       ptr::allocate(handler), 0 };
     p.p = ring.begin<uring_recv_op>(handler.get_cancellation_slot(), p.v, fd,
         data, [&](void* memory) noexcept {
@@ -78,11 +83,11 @@ private:
   {
   }
 
-  static void do_complete(void* owner, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void* owner, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     uring_recv_op* o = static_cast<uring_recv_op*>(base);
-    ptr p = { boost::asio::detail::addressof(o->handler_), o, o };
+    ptr p = { asio::detail::addressof(o->handler_), o, o };
 
     if (!owner)
     {
@@ -105,7 +110,7 @@ private:
       return;
     }
     bool needs_buffer = false;
-    boost::system::error_code ec;
+    error_code ec;
     if (r.res == -ENOBUFS && !o->aborted_)
     {
       // Data arrived to an empty ring.
@@ -119,7 +124,7 @@ private:
         needs_buffer = true;
         break;
       default:
-        ec = boost::asio::error::no_memory;
+        ec = asio::error::no_memory;
         break;
       }
     }
@@ -132,9 +137,9 @@ private:
     else if (r.res > 0)
       n = static_cast<std::size_t>(r.res); // delivered, even if aborted since
     else if (r.res == 0)
-      ec = o->aborted_ ? boost::system::error_code(
-          boost::asio::error::operation_aborted)
-        : boost::system::error_code(boost::asio::error::eof);
+      ec = o->aborted_ ? error_code(
+          asio::error::operation_aborted)
+        : error_code(asio::error::eof);
     else
       ec = uring_error(r.res, o->aborted_);
 
@@ -142,7 +147,7 @@ private:
     // goes on, which may start the next operation.
     Handler handler(std::move(o->handler_));
     pooled_buffer* b = std::exchange(o->buffer_, nullptr);
-    p.h = boost::asio::detail::addressof(handler);
+    p.h = asio::detail::addressof(handler);
     p.reset();
     handler.on_ring_recv(ec, b, n, needs_buffer);
   }
@@ -154,5 +159,19 @@ private:
 
 } // namespace detail
 } // namespace turnloop
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+namespace turnloop {
+namespace detail {
+
+/// Named only: read_pooled_op's ring branch is discarded here.
+template <typename Handler>
+class uring_recv_op;
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_RECV_OP_HPP

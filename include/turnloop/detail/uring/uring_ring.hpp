@@ -27,7 +27,12 @@
 
 #include <turnloop/detail/config.hpp>
 
-#include <boost/asio/detail/mutex.hpp>
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/mutex.hpp)
 
 #include <linux/io_uring.h>
 
@@ -185,7 +190,7 @@ private:
   class sq_guard
   {
   public:
-    sq_guard(boost::asio::detail::mutex& m, bool alone) noexcept
+    sq_guard(asio::detail::mutex& m, bool alone) noexcept
       : mutex_(alone ? nullptr : &m)
     {
       if (mutex_)
@@ -202,7 +207,7 @@ private:
     sq_guard& operator=(const sq_guard&) = delete;
 
   private:
-    boost::asio::detail::mutex* mutex_;
+    asio::detail::mutex* mutex_;
   };
 
   uring_ring() = default;
@@ -214,11 +219,9 @@ private:
   int ring_fd_ = -1;
   int event_fd_ = -1;
 
-  // The kernel's queues, mapped.
+  // The kernel's queues, mapped as one (IORING_FEAT_SINGLE_MMAP).
   void* sq_map_ = nullptr;
   std::size_t sq_map_size_ = 0;
-  void* cq_map_ = nullptr;
-  std::size_t cq_map_size_ = 0;
   io_uring_sqe* sqes_ = nullptr;
   std::size_t sqes_size_ = 0;
   unsigned* sq_head_ = nullptr;
@@ -236,7 +239,7 @@ private:
   std::uint64_t enters_ = 0;
   bool can_wait_ = false;
   withdraw_function withdraw_ = nullptr;
-  boost::asio::detail::mutex sq_mutex_;
+  asio::detail::mutex sq_mutex_;
 
   // The buffer ring and the id table, one mapping.
   void* buffers_map_ = nullptr;
@@ -276,5 +279,7 @@ inline int (*uring_setup_refusal)() noexcept = nullptr;
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/detail/uring/impl/uring_ring.ipp>
 #endif // defined(TURNLOOP_HEADER_ONLY)
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_RING_HPP

@@ -12,13 +12,18 @@
 #define TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP
 
 #include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
-#include <boost/asio/detail/memory.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <cstddef>
 #include <optional>
@@ -35,9 +40,9 @@ template <typename Handler, typename Lease>
 class uring_send_op final : public uring_op
 {
 public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(uring_send_op);
+  TURNLOOP_ASIO_DEFINE_HANDLER_PTR(uring_send_op);
 
-  using epoll_reactor = boost::asio::detail::epoll_reactor;
+  using epoll_reactor = asio::detail::epoll_reactor;
 
   /// Sends @p lease's bytes on @p fd, registered as @p data.
   /// @throws std::bad_alloc, leaving @p delivery and @p lease with the
@@ -45,10 +50,10 @@ public:
   static void start(Handler& delivery, Lease& lease, pool_ring& ring,
       int fd, epoll_reactor::per_descriptor_data& data)
   {
-    ptr p = { boost::asio::detail::addressof(delivery),
+    ptr p = { asio::detail::addressof(delivery),
       ptr::allocate(delivery), 0 };
     p.p = ring.begin<uring_send_op>(
-        boost::asio::get_associated_cancellation_slot(delivery), p.v, fd,
+        asio::get_associated_cancellation_slot(delivery), p.v, fd,
         data, [&](void* memory) noexcept {
           return new (memory) uring_send_op(std::move(delivery),
               std::move(lease), ring, fd);
@@ -76,11 +81,11 @@ private:
         bytes.size() - written_);
   }
 
-  static void do_complete(void* owner, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void* owner, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     uring_send_op* o = static_cast<uring_send_op*>(base);
-    ptr p = { boost::asio::detail::addressof(o->delivery_), o, o };
+    ptr p = { asio::detail::addressof(o->delivery_), o, o };
     if (!owner)
     {
       pool_ring::unwatch(*o);
@@ -88,7 +93,7 @@ private:
     }
 
     const int res = o->result_.res;
-    boost::system::error_code ec;
+    error_code ec;
     if (res >= 0)
     {
       o->written_ += static_cast<std::size_t>(res);
@@ -100,20 +105,20 @@ private:
       }
       if (o->written_ < o->lease_.size())
         ec = res == 0 && !o->aborted_
-          ? boost::system::error_code(boost::asio::error::eof)
-          : boost::system::error_code(boost::asio::error::operation_aborted);
+          ? error_code(asio::error::eof)
+          : error_code(asio::error::operation_aborted);
     }
     else
       ec = uring_error(res, false);
     pool_ring::unwatch(*o);
-    boost::asio::get_associated_cancellation_slot(o->delivery_).clear();
+    asio::get_associated_cancellation_slot(o->delivery_).clear();
 
     // The buffer goes back first, then the operation's memory, then the
     // handler runs.
     const std::size_t written = o->written_;
     o->lease_ = Lease();
     Handler delivery(std::move(o->delivery_));
-    p.h = boost::asio::detail::addressof(delivery);
+    p.h = asio::detail::addressof(delivery);
     p.reset();
     delivery(ec, written);
   }
@@ -127,5 +132,19 @@ private:
 
 } // namespace detail
 } // namespace turnloop
+
+#else // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+namespace turnloop {
+namespace detail {
+
+/// Named only: async_write_lease's ring branch is discarded here.
+template <typename Handler, typename Lease>
+class uring_send_op;
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_URING_SEND_OP_HPP

@@ -22,9 +22,10 @@
 #include <turnloop/detail/accept/handle_service.hpp>
 #include <turnloop/detail/loop_of.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(io_context.hpp)
+#include TURNLOOP_ASIO_HEADER(post.hpp)
 
 #include <algorithm>
 #include <cassert>
@@ -145,7 +146,7 @@ public:
     // loop, this would race the loop's turns: go through one of them (its
     // block is free again by now, so not in it).
     if (!service_->core_.running_in_this_thread())
-      return boost::asio::post(service_->loop_.get_executor(),
+      return asio::post(service_->loop_.get_executor(),
           resume_handler(*service_, id_));
     service_->resume(id_);
   }
@@ -157,7 +158,7 @@ private:
 };
 
 TURNLOOP_DECL handle_service::handle_service(
-    boost::asio::execution_context& ctx)
+    asio::execution_context& ctx)
   : execution_context_service_base<handle_service>(ctx),
     loop_(static_cast<loop&>(ctx)),
     core_(core_of(loop_)),
@@ -190,11 +191,11 @@ TURNLOOP_DECL handle_service::~handle_service()
 }
 
 TURNLOOP_DECL handle_service* handle_service::of(
-    boost::asio::execution_context& ctx)
+    asio::execution_context& ctx)
 {
   if (!loop_of(ctx))
     return nullptr;
-  return &boost::asio::use_service<handle_service>(ctx);
+  return &asio::use_service<handle_service>(ctx);
 }
 
 TURNLOOP_DECL void handle_service::shutdown()
@@ -239,7 +240,7 @@ TURNLOOP_DECL handle_service::admission handle_service::admit()
   std::lock_guard<std::mutex> lock(anchor_->mutex);
   if (shut_down_)
   {
-    a.refused = boost::asio::error::operation_aborted;
+    a.refused = asio::error::operation_aborted;
     return a;
   }
   if (!operations_.try_acquire())
@@ -248,7 +249,7 @@ TURNLOOP_DECL handle_service::admission handle_service::admit()
     a.refused = make_error_code(error::resource_limit);
     return a;
   }
-  boost::system::error_code ec;
+  error_code ec;
   try
   {
     a.id = records_.emplace(ec);
@@ -301,7 +302,7 @@ TURNLOOP_DECL handle_service::parking handle_service::back_off(slot_id id,
     {
       handle_service* service;
 
-      void operator()(const boost::system::error_code& ec) const
+      void operator()(const error_code& ec) const
       {
         if (!ec)
           service->backoff_expired();
@@ -315,7 +316,7 @@ TURNLOOP_DECL handle_service::parking handle_service::back_off(slot_id id,
   return park_locked(r, slot_connected);
 }
 
-TURNLOOP_DECL boost::asio::cancellation_slot handle_service::proxy(
+TURNLOOP_DECL asio::cancellation_slot handle_service::proxy(
     slot_id id)
 {
   std::lock_guard<std::mutex> lock(anchor_->mutex);
@@ -329,7 +330,7 @@ TURNLOOP_DECL bool handle_service::complete(slot_id id, bool accepted)
   std::lock_guard<std::mutex> lock(anchor_->mutex);
   accept_record& r = *records_.find(id);
   if (r.watched)
-    r.watch.emit(boost::asio::cancellation_type::terminal);
+    r.watch.emit(asio::cancellation_type::terminal);
   const bool proxied = r.proxied;
   if (r.resume_memory)
     give_back_resume_memory(std::exchange(r.resume_memory, nullptr));
@@ -341,14 +342,14 @@ TURNLOOP_DECL bool handle_service::complete(slot_id id, bool accepted)
 }
 
 TURNLOOP_DECL void handle_service::cancel(slot_id id,
-    boost::asio::cancellation_type_t type)
+    asio::cancellation_type_t type)
 {
   std::lock_guard<std::mutex> lock(anchor_->mutex);
   accept_record* r = records_.find(id);
   if (!r)
     return;
-  const boost::system::error_code aborted =
-    boost::asio::error::operation_aborted;
+  const error_code aborted =
+    asio::error::operation_aborted;
   switch (r->where)
   {
   case accept_record::state::waiting:
@@ -378,7 +379,7 @@ TURNLOOP_DECL bool handle_service::watching(slot_id id)
 }
 
 TURNLOOP_DECL void handle_service::watch_ended(slot_id id,
-    const boost::system::error_code& reason)
+    const error_code& reason)
 {
   std::lock_guard<std::mutex> lock(anchor_->mutex);
   accept_record* r = records_.find(id);
@@ -406,8 +407,8 @@ TURNLOOP_DECL void handle_service::watch_ended(slot_id id,
     // already taken a connection this does nothing, as a cancel() made just
     // after a stock async_accept. Any other error, the kernel accept
     // reports itself.
-    if (reason == boost::asio::error::operation_aborted)
-      r->accept.emit(boost::asio::cancellation_type::terminal);
+    if (reason == asio::error::operation_aborted)
+      r->accept.emit(asio::cancellation_type::terminal);
     break;
   }
 }
@@ -425,9 +426,9 @@ TURNLOOP_DECL void handle_service::fill_stats(handle_stats& s)
 TURNLOOP_DECL void handle_service::resume(slot_id id)
 {
   parked_accept* op;
-  boost::system::error_code result;
+  error_code result;
   handle_unit granted;
-  boost::asio::cancellation_slot slot;
+  asio::cancellation_slot slot;
   {
     std::lock_guard<std::mutex> lock(anchor_->mutex);
     accept_record& r = *records_.find(id);
@@ -491,7 +492,7 @@ TURNLOOP_DECL handle_service::parking handle_service::park_locked(
 }
 
 TURNLOOP_DECL void handle_service::make_ready_locked(slot_id id,
-    accept_record& r, const boost::system::error_code& result)
+    accept_record& r, const error_code& result)
 {
   r.where = accept_record::state::ready;
   r.result = result;
@@ -500,8 +501,8 @@ TURNLOOP_DECL void handle_service::make_ready_locked(slot_id id,
   // reactor has queued: see the file comment of handle_service.hpp.
   // In the block reserved when it was parked: this allocates nothing, and
   // cannot fail (it is reached from a handle's noexcept release).
-  boost::asio::post(
-      static_cast<boost::asio::io_context&>(loop_).get_executor(),
+  asio::post(
+      static_cast<asio::io_context&>(loop_).get_executor(),
       resume_handler(*this, id, std::exchange(r.resume_memory, nullptr)));
 }
 

@@ -10,7 +10,8 @@
 #include <turnloop/detail/blocking/blocking_op.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 
-#include <boost/asio/associated_cancellation_slot.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(associated_cancellation_slot.hpp)
 
 #include <memory>
 #include <type_traits>
@@ -82,7 +83,7 @@ void blocking_service::adopt(Op* op, bool long_job, bool from_elsewhere)
   try
   {
     id = hold(op);
-    auto slot = boost::asio::get_associated_cancellation_slot(op->handler());
+    auto slot = asio::get_associated_cancellation_slot(op->handler());
     if (slot.is_connected())
     {
       try

@@ -35,13 +35,13 @@ TURNLOOP_DECL blocking_service::~blocking_service()
   shutdown();
 }
 
-TURNLOOP_DECL boost::system::error_code blocking_service::admit(
+TURNLOOP_DECL error_code blocking_service::admit(
     bool long_job, bool on_loop) noexcept
 {
   // Checked at submission, so a refused job never runs, and an admitted one
   // always has room in the result ring. Each ceiling counts its own
   // refusals; what one took is given back when a later one refuses.
-  const boost::system::error_code refused =
+  const error_code refused =
     make_error_code(error::resource_limit);
   if (!undelivered_.try_acquire())
     return refused;
@@ -82,7 +82,7 @@ TURNLOOP_DECL void blocking_service::unadmit(bool long_job) noexcept
 TURNLOOP_DECL slot_id blocking_service::hold(blocking_job* job)
 {
   // Filled after the slot exists, so a failed emplace leaves the job alone.
-  boost::system::error_code ec;
+  error_code ec;
   const slot_id id = jobs_->emplace(ec);
   assert(!ec && "admit() checked the credit");
   jobs_->find(id)->reset(job);

@@ -7,11 +7,11 @@
 
 #include <turnloop/detail/engine/asio_config.hpp>
 
-#if BOOST_ASIO_VERSION >= 103400
+#if TURNLOOP_ASIO_VERSION >= 103400
 
 #include <turnloop/error.hpp>
 
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
 
 #include <cstring>
 #include <stdexcept>
@@ -35,6 +35,9 @@ inline constexpr const char* locking_reason =
 inline constexpr const char* spin_reason = "must be 0: a loop never spins";
 inline constexpr const char* wait_reason =
   "must be -1: a loop waits until there is work or a deadline";
+inline constexpr const char* continuation_reason =
+  "must be 1: the loop's turn and the completions it makes go to the "
+  "scheduler's private queue, in io_context(1)'s order";
 
 inline constexpr pinned_setting pinned_settings[] = {
   {"scheduler", "concurrency_hint", "1", nullptr},
@@ -42,6 +45,8 @@ inline constexpr pinned_setting pinned_settings[] = {
   {"scheduler", "locking_spin_count", "0", spin_reason},
   {"scheduler", "task_usec", "-1", wait_reason},
   {"scheduler", "wait_usec", "-1", wait_reason},
+  // Read from Asio 1.38.2 on (before, one-thread mode implied it).
+  {"scheduler", "assume_continuation", "1", continuation_reason},
   {"reactor", "registration_locking", "1", locking_reason},
   {"reactor", "registration_locking_spin_count", "0", spin_reason},
   {"reactor", "io_locking", "1", locking_reason},
@@ -58,19 +63,19 @@ inline const pinned_setting* find_pinned(const char* section, const char* key) n
 
 [[noreturn]] inline void refuse_setting(const pinned_setting& s, const std::string& what)
 {
-  throw boost::system::system_error(make_error_code(error::invalid_config),
+  throw system_error(make_error_code(error::invalid_config),
       "turnloop::loop: Asio setting " + std::string(s.section) + "."
       + s.key + " " + what);
 }
 
 TURNLOOP_DECL user_asio_config::user_asio_config(
-    const boost::asio::execution_context::service_maker& initial_services)
+    const asio::execution_context::service_maker& initial_services)
   : context_(initial_services)
 {
-  if (!boost::asio::has_service<boost::asio::config_service>(context_))
+  if (!asio::has_service<asio::config_service>(context_))
     return;
-  service_ = &boost::asio::use_service<boost::asio::config_service>(context_);
-  const boost::asio::config settings(context_);
+  service_ = &asio::use_service<asio::config_service>(context_);
+  const asio::config settings(context_);
   for (const pinned_setting& s : pinned_settings)
   {
     if (!s.reason)
@@ -91,7 +96,7 @@ TURNLOOP_DECL user_asio_config::user_asio_config(
 }
 
 TURNLOOP_DECL pinned_asio_config::pinned_asio_config(
-    boost::asio::execution_context& ctx, const user_asio_config* user)
+    asio::execution_context& ctx, const user_asio_config* user)
   : config_service(ctx),
     user_(user)
 {
@@ -106,10 +111,10 @@ TURNLOOP_DECL const char* pinned_asio_config::get_value(const char* section,
 }
 
 TURNLOOP_DECL void pinned_asio_config_maker::make(
-    boost::asio::execution_context& ctx) const
+    asio::execution_context& ctx) const
 {
   const bool settings = user_ && user_->has_settings();
-  boost::asio::make_service<pinned_asio_config>(ctx, settings ? user_ : nullptr);
+  asio::make_service<pinned_asio_config>(ctx, settings ? user_ : nullptr);
   if (initial_services_ && !settings)
     initial_services_->make(ctx);
 }
@@ -117,6 +122,6 @@ TURNLOOP_DECL void pinned_asio_config_maker::make(
 } // namespace detail
 } // namespace turnloop
 
-#endif // BOOST_ASIO_VERSION >= 103400
+#endif // TURNLOOP_ASIO_VERSION >= 103400
 
 #endif // TURNLOOP_DETAIL_ENGINE_IMPL_ASIO_CONFIG_IPP

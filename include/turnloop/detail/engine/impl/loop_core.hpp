@@ -7,7 +7,8 @@
 #ifndef TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_HPP
 #define TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_HPP
 
-#include <boost/asio/error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <memory>
 #include <type_traits>
@@ -34,13 +35,13 @@ void loop_core::post(Function&& f, const Allocator& a)
 }
 
 template <typename Function>
-boost::system::error_code loop_core::try_post(Function&& f)
+error_code loop_core::try_post(Function&& f)
 {
   using op_type = function_operation<std::decay_t<Function>,
     std::allocator<void>>;
 
   if (stage_.load(std::memory_order_acquire) != stage::running)
-    return boost::asio::error::shut_down;
+    return asio::error::shut_down;
 
   if (running_in_this_thread())
   {

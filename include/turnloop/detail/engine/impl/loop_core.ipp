@@ -18,14 +18,14 @@
 
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
-#include <turnloop/detail/uring/uring_ring.hpp>
+#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/loop_stats.hpp>
 
-#include <boost/asio/detail/call_stack.hpp>
-#include <boost/asio/detail/scheduler_thread_info.hpp>
-#include <boost/asio/detail/thread_context.hpp>
-#include <boost/asio/multiple_exceptions.hpp>
-#include <boost/system/system_error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/call_stack.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler_thread_info.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/thread_context.hpp)
+#include TURNLOOP_ASIO_HEADER(multiple_exceptions.hpp)
 
 #include <algorithm>
 #include <cstdint>
@@ -41,10 +41,10 @@ inline const config& validated_config(const config& c)
   return c;
 }
 
-TURNLOOP_DECL loop_core::loop_core(boost::asio::io_context& owner,
+TURNLOOP_DECL loop_core::loop_core(asio::io_context& owner,
     const config& cfg)
   : owner_(owner),
-    scheduler_(boost::asio::use_service<boost::asio::detail::scheduler>(owner)),
+    scheduler_(asio::use_service<asio::detail::scheduler>(owner)),
     config_(validated_config(cfg)),
     visit_limit_(cfg.events_per_turn),
     operations_(cfg.max_operations),
@@ -58,25 +58,23 @@ TURNLOOP_DECL void loop_core::start()
   if (config_.pooled_io == io_path::io_uring)
   {
     int error = 0;
-    uring_ring* probe = uring_ring::create(1, error);
-    if (!probe)
+    if (!pool_ring::probe(error))
     {
-      throw boost::system::system_error(boost::system::error_code(error,
-            boost::system::system_category()),
+      throw system_error(error_code(error,
+            asio::error::get_system_category()),
           "turnloop::loop: config::pooled_io is io_path::io_uring, and no "
           "io_uring with a buffer ring can be set up here");
     }
-    delete probe;
   }
 
   // The reactor must be ours before anything asks for "the reactor", and the
   // scheduler must have it as its task from the start, so that an idle loop
   // always blocks in epoll_wait (where a post can wake it) and never on the
   // scheduler's condition variable.
-  // make_service registers it under epoll_reactor's key (turn_reactor
-  // inherits epoll_reactor::id) and, from Asio 1.36, allocates it through the
+  // make_service registers it under its task's key (turn_reactor inherits
+  // reactor_task::id) and, from Asio 1.36, allocates it through the
   // context's allocator.
-  reactor_ = &boost::asio::make_service<turn_reactor>(owner_, *this);
+  reactor_ = &asio::make_service<turn_reactor>(owner_, *this);
   reactor_->init_task();
 }
 
@@ -143,7 +141,7 @@ TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
 
   if (!core.acquire_owner(false, true))
   {
-    throw boost::system::system_error(make_error_code(error::already_running),
+    throw system_error(make_error_code(error::already_running),
         "turnloop::loop::run");
   }
   previous_ = current_;
@@ -291,7 +289,7 @@ TURNLOOP_DECL void loop_core::capture_exception() noexcept
       pending_exception_ = std::current_exception();
     else
       pending_exception_ = std::make_exception_ptr(
-          boost::asio::multiple_exceptions(pending_exception_));
+          asio::multiple_exceptions(pending_exception_));
   }
   else
     scheduler_.capture_current_exception();
@@ -327,7 +325,7 @@ private:
 };
 
 TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
-    scheduler_operation* base, const boost::system::error_code&, std::size_t)
+    scheduler_operation* base, const error_code&, std::size_t)
 {
   loop_core& core = static_cast<turn_operation*>(base)->core_;
   if (!owner)
@@ -343,7 +341,7 @@ TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
     // This thread runs the io_context base while another thread runs the
     // loop. Give the turn back to the scheduler for the owner, and report.
     core.scheduler_.post_immediate_completion(base, false);
-    throw boost::system::system_error(make_error_code(error::already_running),
+    throw system_error(make_error_code(error::already_running),
         "turnloop::loop: io_context::run() on a second thread");
   }
   if (owner_scope.transient())
@@ -554,7 +552,7 @@ TURNLOOP_DECL void loop_core::take_arrivals() noexcept
 // The epoll result Asio's scheduler hands to a completed reactor operation
 // lives in a protected member; a pointer to it, taken through a derived
 // class, may be applied to any operation.
-struct task_result_access : boost::asio::detail::scheduler_operation
+struct task_result_access : asio::detail::scheduler_operation
 {
   static unsigned of(const scheduler_operation& op) noexcept
   {
@@ -570,7 +568,7 @@ TURNLOOP_DECL bool loop_core::completes_io_here() const noexcept
 }
 
 TURNLOOP_DECL void loop_core::complete_io(
-    boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation>& ready)
+    asio::detail::op_queue<asio::detail::scheduler_operation>& ready)
 {
   // The I/O step of the turn: the operations the reactor found ready
   // (sockets, timers) complete here, when there are no more than a turn's
@@ -583,10 +581,10 @@ TURNLOOP_DECL void loop_core::complete_io(
   // can never take the scheduler's count to zero under it. Operations queued
   // while this runs (the loop's turn, speculative completions) wait in the
   // scheduler's private queue as usual.
-  using boost::asio::detail::scheduler_thread_info;
+  using asio::detail::scheduler_thread_info;
   auto* this_thread = static_cast<scheduler_thread_info*>(
-      boost::asio::detail::call_stack<boost::asio::detail::thread_context,
-        boost::asio::detail::thread_info_base>::contains(&scheduler_));
+      asio::detail::call_stack<asio::detail::thread_context,
+        asio::detail::thread_info_base>::contains(&scheduler_));
   if (!this_thread)
     return;
 
@@ -595,7 +593,7 @@ TURNLOOP_DECL void loop_core::complete_io(
   // is still in private_outstanding_work and takes that unit over.
   struct consume_work
   {
-    boost::asio::detail::scheduler& scheduler;
+    asio::detail::scheduler& scheduler;
     scheduler_thread_info& thread;
     ~consume_work()
     {
@@ -612,7 +610,7 @@ TURNLOOP_DECL void loop_core::complete_io(
   // one-thread mode goes straight to its shared queue, out of io_context's
   // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
   // One ready operation (a timer chain, a ping-pong) is never too many.
-  using boost::asio::detail::op_queue_access;
+  using asio::detail::op_queue_access;
   if (ready.front() && op_queue_access::next(ready.front()))
   {
     std::size_t count = 0;
@@ -623,10 +621,10 @@ TURNLOOP_DECL void loop_core::complete_io(
       return;
   }
 
-  static const boost::system::error_code no_error;
+  static const error_code no_error;
   for (;;)
   {
-    boost::asio::detail::scheduler_operation* op = ready.front();
+    asio::detail::scheduler_operation* op = ready.front();
     if (!op || stop_requested_.load(std::memory_order_relaxed))
       return;
     ready.pop();
@@ -641,8 +639,8 @@ TURNLOOP_DECL void loop_core::complete_io(
 }
 
 TURNLOOP_DECL void turn_reactor::run(long usec,
-    boost::asio::detail::op_queue<
-      boost::asio::detail::scheduler_operation>& ops)
+    asio::detail::op_queue<
+      asio::detail::scheduler_operation>& ops)
 {
   // io_context appends what the reactor returns behind the operations
   // already queued, so ready operations may complete here only when nothing
@@ -662,7 +660,7 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     return;
   }
 
-  boost::asio::detail::op_queue<boost::asio::detail::scheduler_operation> ready;
+  asio::detail::op_queue<asio::detail::scheduler_operation> ready;
   wait(usec, ready);
   core_.after_reactor_run(parked_here);
   // Read before it is cleared: the usual run was not interrupted, and a
@@ -718,7 +716,7 @@ TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     if (!ring_ready && usec != 0)
       hook_->wait(usec, ops);
     if (hook_->reactor_ready())
-      epoll_reactor::run(0, ops);
+      reactor_task::run(0, ops);
     else
       ++core_.epoll_skips_;
     return;
@@ -730,14 +728,14 @@ TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
     return;
   }
   polled_last_ = true;
-  epoll_reactor::run(ring_ready ? 0 : usec, ops);
+  reactor_task::run(ring_ready ? 0 : usec, ops);
   hook_->after_wait(ops);
 }
 
 TURNLOOP_DECL void turn_reactor::interrupt()
 {
   interrupted_.store(true, std::memory_order_release);
-  epoll_reactor::interrupt();
+  reactor_task::interrupt();
 }
 
 // --- driving -------------------------------------------------------------------

@@ -7,7 +7,8 @@
 
 #include <turnloop/detail/pool/descriptor_read.hpp>
 
-#include <boost/asio/error.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
 
 #include <cerrno>
 
@@ -19,7 +20,7 @@ namespace turnloop {
 namespace detail {
 
 TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
-    std::size_t size, boost::system::error_code& ec) noexcept
+    std::size_t size, error_code& ec) noexcept
 {
   for (;;)
   {
@@ -32,7 +33,7 @@ TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
     }
     if (n == 0)
     {
-      ec = boost::asio::error::eof;
+      ec = asio::error::eof;
       return 0;
     }
     switch (errno)
@@ -46,14 +47,14 @@ TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
       ec.clear();
       return 0;
     default:
-      ec.assign(errno, boost::asio::error::get_system_category());
+      ec.assign(errno, asio::error::get_system_category());
       return 0;
     }
   }
 }
 
 TURNLOOP_DECL unread probe_unread(int fd,
-    boost::system::error_code& ec) noexcept
+    error_code& ec) noexcept
 {
   for (;;)
   {
@@ -63,7 +64,7 @@ TURNLOOP_DECL unread probe_unread(int fd,
       return unread::data;
     if (n == 0)
     {
-      ec = boost::asio::error::eof;
+      ec = asio::error::eof;
       return unread::end;
     }
     switch (errno)
@@ -78,7 +79,7 @@ TURNLOOP_DECL unread probe_unread(int fd,
     case ENOTSOCK:
       return unread::data;
     default:
-      ec.assign(errno, boost::asio::error::get_system_category());
+      ec.assign(errno, asio::error::get_system_category());
       return unread::end;
     }
   }

@@ -5,14 +5,21 @@
 #ifndef TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
 #define TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP
 
+#include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 #include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
 
-#include <boost/asio/error.hpp>
-#include <boost/asio/detail/op_queue.hpp>
-#include <boost/asio/detail/scheduler.hpp>
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(error.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
 
 #include <cerrno>
 #include <climits>
@@ -22,7 +29,6 @@
 #include <new>
 #include <utility>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -32,27 +38,27 @@ namespace detail {
 // --- the watcher ---------------------------------------------------------------
 
 TURNLOOP_DECL uring_watch::uring_watch(pool_ring* ring) noexcept
-  : reactor_op(boost::system::error_code(), &uring_watch::do_perform,
+  : reactor_op(error_code(), &uring_watch::do_perform,
       &uring_watch::do_complete),
     ring_(ring)
 {
 }
 
-TURNLOOP_DECL boost::asio::detail::reactor_op::status
+TURNLOOP_DECL asio::detail::reactor_op::status
 uring_watch::do_perform(reactor_op* base) noexcept
 {
   // Readiness is the ring's business: the watcher only waits to be aborted.
   // Asio asks it first of its queue, under the descriptor's lock, and would
   // ask nothing behind it: with an operation there, it is done (its
   // completion queues it again), and Asio goes on to the next.
-  if (!boost::asio::detail::op_queue_access::next(base))
+  if (!asio::detail::op_queue_access::next(base))
     return not_done;
   static_cast<uring_watch*>(base)->stepped_aside_ = true;
   return done;
 }
 
 TURNLOOP_DECL void uring_watch::do_complete(void* owner,
-    boost::asio::detail::operation* base, const boost::system::error_code&,
+    asio::detail::operation* base, const error_code&,
     std::size_t)
 {
   uring_watch* w = static_cast<uring_watch*>(base);
@@ -60,7 +66,7 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
   // once this returns, and the watcher gave its unit back when it was
   // queued (pool_ring::watch).
   if (owner)
-    static_cast<boost::asio::detail::scheduler*>(owner)->work_started();
+    static_cast<asio::detail::scheduler*>(owner)->work_started();
   if (!w->ring_)
   {
     // Its ring has gone; so has its operation.
@@ -85,11 +91,11 @@ TURNLOOP_DECL void uring_watch::do_complete(void* owner,
 
 // --- the ring's wake-up ----------------------------------------------------------
 
-class pool_ring::wake_op final : public boost::asio::detail::reactor_op
+class pool_ring::wake_op final : public asio::detail::reactor_op
 {
 public:
   wake_op() noexcept
-    : reactor_op(boost::system::error_code(), &wake_op::do_perform,
+    : reactor_op(error_code(), &wake_op::do_perform,
         &wake_op::do_complete)
   {
   }
@@ -101,14 +107,23 @@ private:
     return not_done;
   }
 
-  static void do_complete(void*, boost::asio::detail::operation* base,
-      const boost::system::error_code&, std::size_t)
+  static void do_complete(void*, asio::detail::operation* base,
+      const error_code&, std::size_t)
   {
     delete static_cast<wake_op*>(base);
   }
 };
 
 // --- the ring ----------------------------------------------------------------------
+
+TURNLOOP_DECL bool pool_ring::probe(int& error) noexcept
+{
+  uring_ring* ring = uring_ring::create(1, error);
+  if (!ring)
+    return false;
+  delete ring;
+  return true;
+}
 
 TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
     buffer_store& store, std::size_t ceiling, std::size_t buffer_size,
@@ -148,7 +163,7 @@ TURNLOOP_DECL pool_ring* pool_ring::create(loop_core& core,
   }
   ring->set_withdraw(&pool_ring::withdrawn);
   if (ring->can_wait() && !under_valgrind())
-    p->reactor_fd_ = find_reactor_descriptor(ring->event_descriptor());
+    p->reactor_fd_ = reactor_descriptor_of(core.reactor());
   core.reactor().set_hook(p);
   return p;
 }
@@ -192,7 +207,7 @@ TURNLOOP_DECL void pool_ring::destroy() noexcept
     op->held_next_ = nullptr;
     reaped.push(op);
   }
-  while (boost::asio::detail::scheduler_operation* base = reaped.front())
+  while (asio::detail::scheduler_operation* base = reaped.front())
   {
     reaped.pop();
     auto* op = static_cast<uring_op*>(base);
@@ -279,7 +294,7 @@ TURNLOOP_DECL void pool_ring::watch(uring_watch* w, int fd,
     live_->prev_ = w;
   live_ = w;
   w->cancellation_key_ = watch_key(w);
-  w->ec_ = boost::system::error_code();
+  w->ec_ = error_code();
   // A watcher that close() or cancel() has aborted, its completion not yet
   // run, is replaced here; it clears the entry only if it is still its own.
   watch_by_fd_[static_cast<std::size_t>(fd)] = w;
@@ -309,7 +324,7 @@ TURNLOOP_DECL bool pool_ring::withdrawn(std::uint64_t user_data) noexcept
     return false;
   auto* op = reinterpret_cast<uring_op*>(user_data);
   if (!op->aborted_ && !(op->watch_
-        && op->watch_->ec_ == boost::asio::error::operation_aborted))
+        && op->watch_->ec_ == asio::error::operation_aborted))
     return false;
   // Its completion (result 0) then reads as operation_aborted, and the
   // watcher's, when it runs, asks for no cancellation.
@@ -657,61 +672,38 @@ TURNLOOP_DECL void pool_ring::watch_reactor(bool alone) noexcept
 
 namespace {
 
-// True if /proc/self/fd/<fd> links to @p name ("anon_inode:[timerfd]"...).
-bool descriptor_is(long fd, const char* name) noexcept
+// Asio's epoll_reactor keeps its descriptors private and offers no
+// accessor. An explicit instantiation may name a private member (access is
+// not checked there), so reactor_member<Tag, &epoll_reactor::m> hands
+// Tag's friend function a pointer to it. Tag is in this unnamed namespace:
+// in header-only mode each unit then instantiates its own specialisation.
+template <typename Tag, typename Tag::type Member>
+struct reactor_member
 {
-  char path[64];
-  char link[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fd/%ld", fd);
-  const ssize_t n = ::readlink(path, link, sizeof(link) - 1);
-  if (n <= 0)
-    return false;
-  link[n] = 0;
-  return std::strcmp(link, name) == 0;
-}
-
-// Reads epoll descriptor @p fd's fdinfo, a "tfd: <n> events: ..." line for
-// each descriptor it watches (as many as the loop has sockets: read in
-// pieces): whether it watches @p registered, and a timerfd.
-void scan_epoll(long fd, int registered, bool& has_registered,
-    bool& has_timer) noexcept
-{
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%ld", fd);
-  const int info = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (info < 0)
-    return;
-  char text[4096];
-  std::size_t kept = 0; // the start of a line the last piece cut
-  for (;;)
+  friend typename Tag::type member_of(Tag) noexcept
   {
-    const ssize_t got = ::read(info, text + kept, sizeof(text) - 1 - kept);
-    if (got <= 0)
-      break;
-    const std::size_t size = kept + static_cast<std::size_t>(got);
-    text[size] = 0;
-    char* line = text;
-    for (char* nl; (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1)
-    {
-      *nl = 0;
-      int target;
-      if (std::sscanf(line, "tfd: %d", &target) == 1)
-      {
-        if (target == registered)
-          has_registered = true;
-        else if (!has_timer && descriptor_is(target, "anon_inode:[timerfd]"))
-          has_timer = true;
-      }
-    }
-    kept = size - static_cast<std::size_t>(line - text);
-    if (kept == sizeof(text) - 1)
-      kept = 0; // no line is that long: drop it
-    std::memmove(text, line, kept);
+    return Member;
   }
-  ::close(info);
-}
+};
+
+struct epoll_fd_tag
+{
+  using type = int asio::detail::epoll_reactor::*;
+  friend type member_of(epoll_fd_tag) noexcept;
+};
+
+struct timer_fd_tag
+{
+  using type = int asio::detail::epoll_reactor::*;
+  friend type member_of(timer_fd_tag) noexcept;
+};
 
 } // namespace
+
+template struct reactor_member<epoll_fd_tag,
+    &asio::detail::epoll_reactor::epoll_fd_>;
+template struct reactor_member<timer_fd_tag,
+    &asio::detail::epoll_reactor::timer_fd_>;
 
 TURNLOOP_DECL bool under_valgrind() noexcept
 {
@@ -723,30 +715,13 @@ TURNLOOP_DECL bool under_valgrind() noexcept
   return preload && std::strstr(preload, "vgpreload");
 }
 
-TURNLOOP_DECL int find_reactor_descriptor(int registered) noexcept
+TURNLOOP_DECL int reactor_descriptor_of(asio::detail::epoll_reactor& reactor) noexcept
 {
-  DIR* dir = ::opendir("/proc/self/fd");
-  if (!dir)
+  // Without a timerfd (Asio's fallback when the kernel has none) the
+  // reactor's timers need a timeout of their own: the ring does not wait.
+  if (reactor.*member_of(timer_fd_tag()) < 0)
     return -1;
-  int found = -1;
-  while (dirent* e = ::readdir(dir))
-  {
-    char* end;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (*end || end == e->d_name || fd == ::dirfd(dir)
-        || !descriptor_is(fd, "anon_inode:[eventpoll]"))
-      continue;
-    bool has_registered = false;
-    bool has_timer = false;
-    scan_epoll(fd, registered, has_registered, has_timer);
-    if (has_registered)
-    {
-      found = has_timer ? static_cast<int>(fd) : -1;
-      break;
-    }
-  }
-  ::closedir(dir);
-  return found;
+  return reactor.*member_of(epoll_fd_tag());
 }
 
 TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept
@@ -765,5 +740,7 @@ TURNLOOP_DECL void pool_ring::after_wait(op_queue& ops) noexcept
 
 } // namespace detail
 } // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_IMPL_POOL_RING_IPP

@@ -5,6 +5,12 @@
 #ifndef TURNLOOP_DETAIL_URING_IMPL_URING_RING_IPP
 #define TURNLOOP_DETAIL_URING_IMPL_URING_RING_IPP
 
+#include <turnloop/detail/config.hpp>
+
+// turnloop's io_uring path: Linux with Asio's epoll reactor
+// (detail/platform.hpp).
+#if defined(TURNLOOP_HAS_IO_URING_PATH)
+
 #include <turnloop/detail/uring/uring_ring.hpp>
 
 #include <cerrno>
@@ -404,5 +410,7 @@ TURNLOOP_DECL unsigned uring_ring::withdraw() noexcept
 
 } // namespace detail
 } // namespace turnloop
+
+#endif // defined(TURNLOOP_HAS_IO_URING_PATH)
 
 #endif // TURNLOOP_DETAIL_URING_IMPL_URING_RING_IPP

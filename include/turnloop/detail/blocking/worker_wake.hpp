@@ -1,0 +1,33 @@
+//
+// turnloop/detail/blocking/worker_wake.hpp
+//
+// What a sleeping blocking worker waits on: futex_semaphore where the
+// platform has a futex (Linux), atomic_semaphore elsewhere
+// (detail/platform.hpp, TURNLOOP_HAS_FUTEX). Both: one waiter, releases do
+// not add up, release() makes a system call only when the waiter sleeps.
+//
+
+#ifndef TURNLOOP_DETAIL_BLOCKING_WORKER_WAKE_HPP
+#define TURNLOOP_DETAIL_BLOCKING_WORKER_WAKE_HPP
+
+#include <turnloop/detail/config.hpp>
+
+#if defined(TURNLOOP_HAS_FUTEX)
+# include <turnloop/detail/blocking/futex_semaphore.hpp>
+#else // defined(TURNLOOP_HAS_FUTEX)
+# include <turnloop/detail/blocking/atomic_semaphore.hpp>
+#endif // defined(TURNLOOP_HAS_FUTEX)
+
+namespace turnloop {
+namespace detail {
+
+#if defined(TURNLOOP_HAS_FUTEX)
+using worker_wake = futex_semaphore;
+#else // defined(TURNLOOP_HAS_FUTEX)
+using worker_wake = atomic_semaphore;
+#endif // defined(TURNLOOP_HAS_FUTEX)
+
+} // namespace detail
+} // namespace turnloop
+
+#endif // TURNLOOP_DETAIL_BLOCKING_WORKER_WAKE_HPP
