@@ -368,7 +368,7 @@ targets_line() {
       module_targets "${modules[@]}"
       [ "${line_scope[i]}" = tests ] || targets+=(example)
     fi
-    [ "${line_scope[i]}" = tests ] || ! wants headers || targets+=(headers)
+    [ "${line_scope[i]}" != full ] || ! wants headers || targets+=(headers)
   fi
   [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
@@ -459,7 +459,7 @@ runs_line() {
     [ "${line_scope[i]}" = tests ] \
       || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
   fi
-  if [ "${line_scope[i]}" != tests ] && wants headers; then
+  if [ "${line_scope[i]}" = full ] && wants headers; then
     run_headers "stage/headers$suffix" "headers$suffix"
     if [ "${line_flavour[i]}" = standalone ]; then
       run_program "headers$suffix" test/boost_free.sh "${line_asio_dir[i]}" \
@@ -499,9 +499,10 @@ fi
 line_properties=() line_suffix=() line_scope=() line_flavour=()
 line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
 # add_line <label> <b2 properties> <stage suffix>
-#   <full|tests|compile> <flavour> <asio include dir> <consumers: yes|no>
+#   <full|programs|tests|compile> <flavour> <asio include dir> <consumers: yes|no>
 #   <compiler for checks> [<variant>, release] [<group>, a line of its own]
-# full: modules, examples and header builds; tests: the modules alone;
+# full: modules, examples and header builds; programs: modules and
+# examples; tests: the modules alone;
 # compile: the header-only header build alone (every public header in a
 # unit of its own, with turnloop's bodies).
 add_line() {
@@ -512,6 +513,7 @@ add_line() {
   line_compiler+=("$8"); line_variant+=("${9:-release}")
   case $4 in
     full) what="tests, examples and header builds" ;;
+    programs) what="tests and examples" ;;
     tests) what="tests (${9:-release})" ;;
     *) what="header-only header builds" ;;
   esac
@@ -529,14 +531,19 @@ add_line() {
 # reference line's.
 #
 #   name                       compiler       Asio                  reactor   what
-#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     full
+#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     tests, examples
 #   standalone-1.38.2          clang+libc++   standalone 1.38.2     epoll     full, Boost-free check, consumers
 #   standalone-1.26.0          clang          standalone 1.26.0     epoll     full, Boost-free check
-#   select                     g++            Boost.Asio 1.28.2     select    full
+#   select                     g++            Boost.Asio 1.28.2     select    tests, examples
 #   select-asan                g++            Boost.Asio 1.36.0     select    tests, ASan+UBSan
 #   asio-io-uring              g++            Boost.Asio 1.38.0     io_uring  tests (Asio's io_uring backend)
 #   boost-1.87, standalone-1.28.2 standalone-1.30.2 standalone-1.34.2
 #   standalone-1.36.0          g++            the versions between  epoll     compiled: every header alone, header-only
+#
+# The header builds (every public header alone, in both modes) run where
+# what a header must include differs: on the reference line, with clang
+# and libc++, and on standalone Asio; elsewhere the tests and examples
+# compile the same headers.
 #
 # TURNLOOP_LINES picks lines by name (none: the reference line alone).
 all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0"
@@ -567,7 +574,7 @@ for name in $lines; do
   case $name in
     boost-1.38.2)
       add_line "$gxx, $(boost_label 1.38.2), epoll, -O1" "asio=1.38.2 $o1" \
-        -asio-1.38.2 full boost bin/asio-1.38.2/include no g++ ;;
+        -asio-1.38.2 programs boost bin/asio-1.38.2/include no g++ ;;
     standalone-1.38.2)
       add_line "$clang + libc++, $(standalone_label 1.38.2), epoll, -O1" \
         "asio=standalone-1.38.2 toolset=clang-16 stdlib=libc++ $o1" \
@@ -580,7 +587,7 @@ for name in $lines; do
         bin/asio-standalone-1.26.0/include no clang++-16 ;;
     select)
       add_line "$gxx, $(boost_label 1.83), select reactor (BOOST_ASIO_DISABLE_EPOLL), -O1" \
-        "asio=1.83 reactor=select $o1" -asio-1.83-select full boost \
+        "asio=1.83 reactor=select $o1" -asio-1.83-select programs boost \
         bin/asio-1.83/include no g++ ;;
     select-asan)
       add_line "$gxx, $(boost_label 1.89), select reactor (BOOST_ASIO_DISABLE_EPOLL), ASan+UBSan" \

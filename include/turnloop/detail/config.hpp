@@ -49,4 +49,17 @@
 # define TURNLOOP_NOINLINE __attribute__((noinline))
 #endif // defined(_MSC_VER)
 
+// Around code GCC's -Wmaybe-uninitialized misjudges once inlined (GCC 12 at
+// -O1, through nested std::optional moves): a user's -Werror build must not
+// fail on a member every constructor sets.
+#if defined(__GNUC__) && !defined(__clang__)
+# define TURNLOOP_MAYBE_UNINITIALIZED_BEGIN \
+  _Pragma("GCC diagnostic push") \
+  _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+# define TURNLOOP_MAYBE_UNINITIALIZED_END _Pragma("GCC diagnostic pop")
+#else // defined(__GNUC__) && !defined(__clang__)
+# define TURNLOOP_MAYBE_UNINITIALIZED_BEGIN
+# define TURNLOOP_MAYBE_UNINITIALIZED_END
+#endif // defined(__GNUC__) && !defined(__clang__)
+
 #endif // TURNLOOP_DETAIL_CONFIG_HPP
