@@ -814,7 +814,7 @@ private:
 BOOST_AUTO_TEST_CASE(the_counting_allocator_counts)
 {
   const long before = test::allocations.load();
-  delete new int(1);
+  test::allocate_once();
   if constexpr (test::counts_malloc)
   {
     std::free(std::aligned_alloc(64, 64));

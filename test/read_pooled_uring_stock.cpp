@@ -513,7 +513,11 @@ BOOST_AUTO_TEST_CASE(an_out_of_band_read_of_a_socket_the_ring_uses_gets_urgent_d
 // behind the socket's watcher. Here the data goes away (read by hand) and
 // the peer resets: the read ends with the reset, as on epoll, instead of
 // waiting for a buffer.
-BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_ends_when_its_peer_resets)
+BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_ends_when_its_peer_resets,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
+      "select reports a reset as readable, not in its except set, so the "
+      "wait_error watch of a read waiting for a buffer does not see it: that "
+      "read learns of the reset when it gets a buffer"))
 {
   for (const io_path path : paths())
   {

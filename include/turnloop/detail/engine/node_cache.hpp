@@ -74,6 +74,14 @@ struct thread_node_cache
 
 inline thread_local thread_node_cache this_thread_node_cache;
 
+/// This thread's cache, through a call where that matters
+/// (TURNLOOP_THREAD_LOCAL_ACCESS: a coroutine that posts, moves to another
+/// thread and posts again must use that thread's cache).
+TURNLOOP_THREAD_LOCAL_ACCESS inline thread_node_cache& this_thread_cache() noexcept
+{
+  return this_thread_node_cache;
+}
+
 class node_cache
 {
 public:
@@ -132,7 +140,7 @@ public:
     if constexpr (Bytes <= largest)
     {
       constexpr std::size_t c = class_of(Bytes);
-      thread_node_cache& t = this_thread_node_cache;
+      thread_node_cache& t = this_thread_cache();
       if (!t.heads[c])
       {
         // Take every batch in the slot, chained into one list.
