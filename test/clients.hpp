@@ -42,13 +42,12 @@ inline std::vector<asio::ip::tcp::socket> connect_clients(
   return clients;
 }
 
-/// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
-/// timeout.
-inline bool greeted(asio::ip::tcp::socket& client)
+/// Reads one byte from @p client with the clients' deadline; false on a
+/// reset, an end of stream or a timeout.
+inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
 {
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char c = 0;
   // With a receive timeout, a signal (or, on Asio's io_uring backend, the
   // kernel's notice of a completion to this thread's ring) ends recv() with
   // EINTR instead of restarting it.
@@ -56,7 +55,15 @@ inline bool greeted(asio::ip::tcp::socket& client)
   do
     got = ::recv(client.native_handle(), &c, 1, 0);
   while (got < 0 && errno == EINTR);
-  return got == 1 && c == 'x';
+  return got == 1;
+}
+
+/// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
+/// timeout.
+inline bool greeted(asio::ip::tcp::socket& client)
+{
+  char c = 0;
+  return receive_byte(client, c) && c == 'x';
 }
 
 } // namespace test
