@@ -369,7 +369,7 @@ std::vector<scenario> every_scenario()
 // which epoll reports as EPOLLPRI, so it also shows that the ring leaves
 // the socket's registration as Asio made it.
 BOOST_AUTO_TEST_CASE(stock_reads_waits_and_writes_complete_as_on_epoll_in_every_order,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+    * test::only_where(!test::on_asio_io_uring,
         "Asio's io_uring backend leaves a wait_error pending on urgent data "
         "(io_context too), and urgent data is how this makes waits ready"))
 {
@@ -466,7 +466,7 @@ BOOST_AUTO_TEST_CASE(stock_reads_waits_and_writes_complete_as_on_epoll_in_every_
 // ring uses gets its urgent byte, whether it was pending before the
 // watcher was made or started while the watcher is queued.
 BOOST_AUTO_TEST_CASE(an_out_of_band_read_of_a_socket_the_ring_uses_gets_urgent_data,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+    * test::only_where(!test::on_asio_io_uring,
         "Asio's io_uring backend does not complete an out-of-band receive "
         "or a wait_error on urgent data (io_context neither)"))
 {
