@@ -20,6 +20,7 @@
 #include <turnloop/asio.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -169,7 +170,15 @@ awaitable<bool> give_up_on_a_device()
       turnloop::async_blocking_long(co_await net::this_coro::executor,
         [&](turnloop::stop_token stop) {
           std::unique_lock lock(m);
+#if defined(TURNLOOP_HAS_STD_STOP_TOKEN)
+          // A std::stop_token: the wait itself ends when stop is requested.
           answered.wait(lock, stop, [] { return false; });
+#else // defined(TURNLOOP_HAS_STD_STOP_TOKEN)
+          // turnloop's own token (libc++ 16 has no <stop_token>): no
+          // stop_callback, so the job looks at it now and then.
+          while (!stop.stop_requested())
+            answered.wait_for(lock, std::chrono::milliseconds(1));
+#endif // defined(TURNLOOP_HAS_STD_STOP_TOKEN)
           saw_stop = stop.stop_requested();
         },
         use_awaitable)

@@ -174,7 +174,7 @@ BOOST_AUTO_TEST_CASE(leasing_from_a_warm_pool_allocates_nothing)
       warm.push_back(f.pool.try_lease());
   }
   long before = test::allocations.load();
-  delete new int(1);
+  test::allocate_once();
   BOOST_TEST(test::allocations.load() > before); // the counter counts
 
   before = test::allocations.load();

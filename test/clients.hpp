@@ -44,26 +44,19 @@ inline std::vector<asio::ip::tcp::socket> connect_clients(
   return clients;
 }
 
-/// Makes a blocking read of @p client give up after the deadline.
-inline void receive_with_deadline(asio::ip::tcp::socket& client)
+/// Reads one byte from @p client with the clients' deadline; false on a
+/// reset, an end of stream or a timeout.
+inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
 {
 #if defined(_WIN32)
-  // Winsock takes milliseconds.
+  // Winsock takes milliseconds, and a recv() is not ended by a signal.
   const DWORD ms = static_cast<DWORD>(deadline.count() * 1000);
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO,
       reinterpret_cast<const char*>(&ms), sizeof ms);
+  return ::recv(client.native_handle(), &c, 1, 0) == 1;
 #else // defined(_WIN32)
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-#endif // defined(_WIN32)
-}
-
-/// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
-/// timeout.
-inline bool greeted(asio::ip::tcp::socket& client)
-{
-  receive_with_deadline(client);
-  char c = 0;
   // With a receive timeout, a signal (or, on Asio's io_uring backend, the
   // kernel's notice of a completion to this thread's ring) ends recv() with
   // EINTR instead of restarting it.
@@ -71,7 +64,16 @@ inline bool greeted(asio::ip::tcp::socket& client)
   do
     got = ::recv(client.native_handle(), &c, 1, 0);
   while (got < 0 && errno == EINTR);
-  return got == 1 && c == 'x';
+  return got == 1;
+#endif // defined(_WIN32)
+}
+
+/// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
+/// timeout.
+inline bool greeted(asio::ip::tcp::socket& client)
+{
+  char c = 0;
+  return receive_byte(client, c) && c == 'x';
 }
 
 } // namespace test

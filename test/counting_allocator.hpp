@@ -29,6 +29,14 @@ namespace test {
 /// Allocations made by the process so far, on every thread.
 inline std::atomic<long> allocations{0};
 
+/// One allocation the counter must see: a call of operator new itself,
+/// which, unlike a new-expression, a compiler may not elide (clang does
+/// elide `delete new int`).
+inline void allocate_once()
+{
+  ::operator delete(::operator new(sizeof(int)));
+}
+
 /// While not 0, operator new throws std::bad_alloc, on any thread, for every
 /// request of at least this many bytes: it aims at one allocation site by
 /// its size (a pooled buffer of an unusual size, say).

@@ -17,7 +17,6 @@
 #include "asio.hpp"
 
 #include <atomic>
-#include <cerrno>
 #include <functional>
 #include <future>
 #include <stdexcept>
@@ -510,16 +509,8 @@ bool echoed_back(tcp::socket& client, char c)
 {
   if (::send(client.native_handle(), &c, 1, 0) != 1)
     return false;
-  test::receive_with_deadline(client);
   char back = 0;
-  // A receive timeout makes a signal (or, on Asio's io_uring backend, the
-  // kernel's notice of a completion to this thread's ring) end recv() with
-  // EINTR instead of restarting it.
-  ssize_t got;
-  do
-    got = ::recv(client.native_handle(), &back, 1, 0);
-  while (got < 0 && errno == EINTR);
-  return got == 1 && back == c;
+  return test::receive_byte(client, back) && back == c;
 }
 
 } // namespace

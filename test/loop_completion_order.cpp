@@ -163,8 +163,7 @@ void same_order_as_io_context(Scenario scenario, const sequence& expected)
 {
   asio::io_context ioc(1);
   const sequence stock = scenario(ioc);
-  if (!turnloop::detail::has_iocp_engine
-      && std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring")
+  if (!turnloop::detail::has_iocp_engine && !test::on_asio_io_uring)
     BOOST_TEST(stock == expected, boost::test_tools::per_element());
 
   turnloop::loop l;

@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(echo_over_many_connections_with_few_buffers_is_byte_exact)
 // with the pool (AddressSanitizer's leak check sees the rest).
 BOOST_AUTO_TEST_CASE(a_read_performed_but_not_delivered_dies_with_its_loop,
     * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select"
-        && std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+        && !test::on_asio_io_uring,
       "a read is performed at its start only by a reactor that tries it "
       "speculatively; select performs it after select() reports the socket, "
       "and on Asio's io_uring backend a pooled read waits for readiness first"))

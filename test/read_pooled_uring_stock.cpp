@@ -383,7 +383,7 @@ std::vector<scenario> every_scenario()
 // which epoll reports as EPOLLPRI, so it also shows that the ring leaves
 // the socket's registration as Asio made it.
 BOOST_AUTO_TEST_CASE(stock_reads_waits_and_writes_complete_as_on_epoll_in_every_order,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+    * test::only_where(!test::on_asio_io_uring,
         "Asio's io_uring backend leaves a wait_error pending on urgent data "
         "(io_context too), and urgent data is how this makes waits ready"))
 {
@@ -480,7 +480,7 @@ BOOST_AUTO_TEST_CASE(stock_reads_waits_and_writes_complete_as_on_epoll_in_every_
 // ring uses gets its urgent byte, whether it was pending before the
 // watcher was made or started while the watcher is queued.
 BOOST_AUTO_TEST_CASE(an_out_of_band_read_of_a_socket_the_ring_uses_gets_urgent_data,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring",
+    * test::only_where(!test::on_asio_io_uring,
         "Asio's io_uring backend does not complete an out-of-band receive "
         "or a wait_error on urgent data (io_context neither)"))
 {
@@ -527,7 +527,11 @@ BOOST_AUTO_TEST_CASE(an_out_of_band_read_of_a_socket_the_ring_uses_gets_urgent_d
 // behind the socket's watcher. Here the data goes away (read by hand) and
 // the peer resets: the read ends with the reset, as on epoll, instead of
 // waiting for a buffer.
-BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_ends_when_its_peer_resets)
+BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_ends_when_its_peer_resets,
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
+      "select reports a reset as readable, not in its except set, so the "
+      "wait_error watch of a read waiting for a buffer does not see it: that "
+      "read learns of the reset when it gets a buffer"))
 {
   for (const io_path path : paths())
   {

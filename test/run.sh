@@ -377,10 +377,7 @@ targets_line() {
       module_targets "${modules[@]}"
       [ "${line_scope[i]}" = tests ] || targets+=(example)
     fi
-    case ${line_scope[i]} in
-      tests|programs) ;;
-      *) ! wants headers || targets+=(headers) ;;
-    esac
+    [ "${line_scope[i]}" != full ] || ! wants headers || targets+=(headers)
   fi
   [ ${#targets[@]} -eq 0 ] || targets+=(variant=${line_variant[i]} ${line_properties[i]})
 }
@@ -533,6 +530,7 @@ add_line() {
   line_compiler+=("$8"); line_variant+=("${9:-release}")
   case $4 in
     full) what="tests, examples and header builds" ;;
+    programs) what="tests and examples" ;;
     tests) what="tests (${9:-release})" ;;
     programs) what="tests and examples" ;;
     *) what="header-only header builds" ;;
@@ -551,15 +549,20 @@ add_line() {
 # reference line's.
 #
 #   name                       compiler       Asio                  reactor   what
-#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     full
+#   boost-1.38.2               g++            Boost.Asio 1.38.2     epoll     tests, examples
 #   standalone-1.38.2          clang+libc++   standalone 1.38.2     epoll     full, Boost-free check, consumers
 #   standalone-1.26.0          clang          standalone 1.26.0     epoll     full, Boost-free check
-#   select                     g++            Boost.Asio 1.28.2     select    full
+#   select                     g++            Boost.Asio 1.28.2     select    tests, examples
 #   select-asan                g++            Boost.Asio 1.36.0     select    tests, ASan+UBSan
 #   asio-io-uring              g++            Boost.Asio 1.38.0     io_uring  tests (Asio's io_uring backend)
 #   boost-1.87, standalone-1.28.2 standalone-1.30.2 standalone-1.34.2
 #   standalone-1.36.0          g++            the versions between  epoll     compiled: every header alone, header-only
 #   windows                    MinGW-w64 g++  Debian's Boost 1.81   IOCP      tests and examples, run under Wine
+#
+# The header builds (every public header alone, in both modes) run where
+# what a header must include differs: on the reference line, with clang
+# and libc++, and on standalone Asio; elsewhere the tests and examples
+# compile the same headers.
 #
 # TURNLOOP_LINES picks lines by name (none: the reference line alone).
 all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0 windows"
@@ -590,7 +593,7 @@ for name in $lines; do
   case $name in
     boost-1.38.2)
       add_line "$gxx, $(boost_label 1.38.2), epoll, -O1" "asio=1.38.2 $o1" \
-        -asio-1.38.2 full boost bin/asio-1.38.2/include no g++ ;;
+        -asio-1.38.2 programs boost bin/asio-1.38.2/include no g++ ;;
     standalone-1.38.2)
       add_line "$clang + libc++, $(standalone_label 1.38.2), epoll, -O1" \
         "asio=standalone-1.38.2 toolset=clang-16 stdlib=libc++ $o1" \
@@ -603,7 +606,7 @@ for name in $lines; do
         bin/asio-standalone-1.26.0/include no clang++-16 ;;
     select)
       add_line "$gxx, $(boost_label 1.83), select reactor (BOOST_ASIO_DISABLE_EPOLL), -O1" \
-        "asio=1.83 reactor=select $o1" -asio-1.83-select full boost \
+        "asio=1.83 reactor=select $o1" -asio-1.83-select programs boost \
         bin/asio-1.83/include no g++ ;;
     select-asan)
       add_line "$gxx, $(boost_label 1.89), select reactor (BOOST_ASIO_DISABLE_EPOLL), ASan+UBSan" \

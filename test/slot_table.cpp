@@ -29,7 +29,7 @@ using turnloop::detail::slot_table;
 BOOST_AUTO_TEST_CASE(the_counting_allocator_counts)
 {
   const long before = test::allocations.load();
-  delete new int(1);
+  test::allocate_once();
   BOOST_TEST(test::allocations.load() > before);
 }
 

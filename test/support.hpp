@@ -209,11 +209,14 @@ inline boost::unit_test::precondition only_where(bool applies, const char* why)
       });
 }
 
+/// True on Asio's io_uring backend (its scheduler task is io_uring_service).
+inline constexpr bool on_asio_io_uring =
+  std::string_view(TURNLOOP_REACTOR_NAME) == "io_uring";
+
 /// Asio's io_uring backend counts operations of its own (the submissions
 /// that arm its timeout and its wake) in what run(), run_one() and poll()
 /// return, on io_context as on a loop: there a count of handlers is a floor.
-inline constexpr bool counts_handlers_only =
-  std::string_view(TURNLOOP_REACTOR_NAME) != "io_uring";
+inline constexpr bool counts_handlers_only = !on_asio_io_uring;
 inline constexpr const char* backend_counts_its_own =
   "Asio's io_uring backend counts operations of its own in run()'s and "
   "run_one()'s results (io_context's too), so run_one() may run one of "

@@ -591,12 +591,16 @@ private:
           target_ |= local_work;
   }
 
+  // target_ is set by every constructor; GCC 12 at -O1 loses track of it
+  // through a moved std::optional of a work guard (detail/config.hpp).
+  TURNLOOP_MAYBE_UNINITIALIZED_BEGIN
   void release() noexcept
   {
     if constexpr (tracked)
       if (loop* l = context_ptr())
         l->core_.release_work((target_ & local_work) != 0);
   }
+  TURNLOOP_MAYBE_UNINITIALIZED_END
 
   std::uintptr_t target_;
 };

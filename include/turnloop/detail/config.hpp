@@ -49,4 +49,29 @@
 # define TURNLOOP_NOINLINE __attribute__((noinline))
 #endif // defined(_MSC_VER)
 
+// A function that hands out a thread_local's address, kept out of line under
+// clang: clang can keep a thread_local's address across a coroutine's
+// suspension, so code inlined into a coroutine that resumes on another
+// thread would read the first thread's variable (seen: a loop's
+// running_in_this_thread() false after `co_await post(bind_executor(loop,
+// use_awaitable))` had moved the coroutine to that loop). GCC 12 reloads it.
+#if defined(__clang__)
+# define TURNLOOP_THREAD_LOCAL_ACCESS __attribute__((noinline))
+#else // defined(__clang__)
+# define TURNLOOP_THREAD_LOCAL_ACCESS
+#endif // defined(__clang__)
+
+// Around code GCC's -Wmaybe-uninitialized misjudges once inlined (GCC 12 at
+// -O1, through nested std::optional moves): a user's -Werror build must not
+// fail on a member every constructor sets.
+#if defined(__GNUC__) && !defined(__clang__)
+# define TURNLOOP_MAYBE_UNINITIALIZED_BEGIN \
+  _Pragma("GCC diagnostic push") \
+  _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+# define TURNLOOP_MAYBE_UNINITIALIZED_END _Pragma("GCC diagnostic pop")
+#else // defined(__GNUC__) && !defined(__clang__)
+# define TURNLOOP_MAYBE_UNINITIALIZED_BEGIN
+# define TURNLOOP_MAYBE_UNINITIALIZED_END
+#endif // defined(__GNUC__) && !defined(__clang__)
+
 #endif // TURNLOOP_DETAIL_CONFIG_HPP

@@ -75,7 +75,14 @@ public:
   /// True on the thread that is running this loop.
   bool running_in_this_thread() const noexcept
   {
-    return current_ == this;
+    return *this_thread_current() == this;
+  }
+
+  /// This thread's current_, through a call where that matters
+  /// (TURNLOOP_THREAD_LOCAL_ACCESS).
+  TURNLOOP_THREAD_LOCAL_ACCESS static loop_core** this_thread_current() noexcept
+  {
+    return &current_;
   }
 
   /// True where execute() may run a handler inline rather than queue it: on

@@ -117,7 +117,10 @@ inline thread_node_cache* this_thread_node_cache() noexcept
   return cache;
 }
 #else // defined(_WIN32)
-inline thread_node_cache* this_thread_node_cache() noexcept
+/// This thread's cache, through a call where that matters
+/// (TURNLOOP_THREAD_LOCAL_ACCESS: a coroutine that posts, moves to another
+/// thread and posts again must use that thread's cache).
+TURNLOOP_THREAD_LOCAL_ACCESS inline thread_node_cache* this_thread_node_cache() noexcept
 {
   static thread_local thread_node_cache cache;
   return &cache;

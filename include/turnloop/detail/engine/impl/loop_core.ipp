@@ -75,12 +75,12 @@ TURNLOOP_DECL bool loop_core::runs_here() const noexcept
 {
   return running_in_this_thread()
     && owner_thread_.load(std::memory_order_relaxed)
-      == owner_tag(&current_, false);
+      == owner_tag(this_thread_current(), false);
 }
 
 TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
 {
-  const void* me = owner_tag(&current_, transient);
+  const void* me = owner_tag(this_thread_current(), transient);
   for (;;)
   {
     const void* expected = nullptr;

@@ -698,12 +698,12 @@ struct timer_fd_tag
   friend type member_of(timer_fd_tag) noexcept;
 };
 
-} // namespace
-
 template struct reactor_member<epoll_fd_tag,
     &asio::detail::epoll_reactor::epoll_fd_>;
 template struct reactor_member<timer_fd_tag,
     &asio::detail::epoll_reactor::timer_fd_>;
+
+} // namespace
 
 TURNLOOP_DECL bool under_valgrind() noexcept
 {
