@@ -46,6 +46,10 @@
 //   TURNLOOP_HAS_WAIT_ON_ADDRESS   ... on WaitOnAddress (Windows 8 and later,
 //                                  _WIN32_WINNT >= 0x0602; programs link
 //                                  synchronization.lib): the same file.
+//   TURNLOOP_HAS_WIN32_THREADS     a thread nobody joins (a long blocking
+//                                  job's) is started with _beginthreadex,
+//                                  not a detached std::thread (Windows):
+//                                  detail/blocking/detached_thread.hpp.
 //   TURNLOOP_HAS_BALANCED_REUSEPORT
 //                                  SO_REUSEPORT spreads a port's connections
 //                                  over the sockets bound to it (Linux;
@@ -94,6 +98,10 @@
 #if defined(_WIN32) || defined(__CYGWIN__)
 # define TURNLOOP_HAS_WINSOCK 1
 #endif // defined(_WIN32) || defined(__CYGWIN__)
+
+#if defined(_WIN32)
+# define TURNLOOP_HAS_WIN32_THREADS 1
+#endif // defined(_WIN32)
 
 #if defined(_WIN32) && defined(_WIN32_WINNT) && (_WIN32_WINNT >= 0x0602)
 # define TURNLOOP_HAS_WAIT_ON_ADDRESS 1

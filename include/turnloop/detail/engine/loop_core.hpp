@@ -386,8 +386,10 @@ private:
   //   thread, and only if no other thread just did);
   // - enqueue_turn_for_nested_run(): queues it where a run() nested in one
   //   of the loop's handlers finds it;
-  // - turn_taken(): the turn has left the queue (a visit starts, or the
-  //   context's shutdown destroys it);
+  // - turn_taken(): the context's shutdown destroyed the queued turn;
+  // - visit_started(): a visit took the turn;
+  // - visit_ended(): the outermost visit is over, or suspended by a run()
+  //   nested in one of its handlers: queue the turn again if work is left;
   // - notify(): something was queued for the loop from another thread, or
   //   a source signalled: wake it if it waits;
   // - fill_engine_stats(): the counters only one engine keeps.
@@ -395,20 +397,25 @@ private:
   TURNLOOP_DECL void enqueue_turn_for_nested_run() noexcept;
   TURNLOOP_DECL void notify() noexcept;
   TURNLOOP_DECL void fill_engine_stats(loop_stats& s) const noexcept;
+  TURNLOOP_DECL void visit_started() noexcept;
+  TURNLOOP_DECL void visit_ended(bool for_nested_run) noexcept;
 #if defined(TURNLOOP_HAS_IOCP_ENGINE)
+  // The turn's state (turn_state_): no packet and no visit; its packet is
+  // in the completion port (or about to be); a visit runs, and looks for
+  // work when it ends.
+  enum turn_state : unsigned char { turn_idle, turn_in_port, turn_visiting };
+
   bool turn_queued() const noexcept
   {
-    return turn_posted_.load(std::memory_order_relaxed);
+    return turn_state_.load(std::memory_order_relaxed) == turn_in_port;
   }
 
   void turn_taken() noexcept
   {
-    // Paired with enqueue_turn's sequentially consistent load: either this
-    // visit sees what a poster counted before that load, or the poster sees
-    // the flag clear and posts the turn again.
-    turn_posted_.exchange(false, std::memory_order_acq_rel);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    turn_state_.store(turn_idle, std::memory_order_relaxed);
   }
+
+  TURNLOOP_DECL bool has_work_for_a_visit() const noexcept;
 #else // defined(TURNLOOP_HAS_IOCP_ENGINE)
   enum park_state : int { awake, parked, notified };
 
@@ -489,9 +496,9 @@ private:
   alignas(64) std::atomic<std::size_t> remote_pending_{0};
   std::atomic<long> remote_released_work_{0};
 #if defined(TURNLOOP_HAS_IOCP_ENGINE)
-  // The turn's packet is in the completion port, or about to be: whoever
-  // sets it posts the packet, so there is at most one.
-  std::atomic<bool> turn_posted_{false};
+  // Whoever sets turn_in_port posts the packet, so there is at most one;
+  // while a visit runs (turn_visiting) nobody posts it from another thread.
+  std::atomic<unsigned char> turn_state_{turn_idle};
   // The units taken through acquire_shared_work (tracked executors made off
   // the loop thread included) and not yet released, with
   // shared_units_returned set once give_back_work has returned them.

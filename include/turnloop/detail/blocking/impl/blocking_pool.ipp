@@ -15,6 +15,7 @@
 #define TURNLOOP_DETAIL_BLOCKING_IMPL_BLOCKING_POOL_IPP
 
 #include <turnloop/detail/blocking/blocking_pool.hpp>
+#include <turnloop/detail/blocking/detached_thread.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
 
 #include <turnloop/detail/asio.hpp>
@@ -177,8 +178,9 @@ TURNLOOP_DECL void blocking_pool::start_long(blocking_job* job) noexcept
   try
   {
     signals_blocked blocked;
-    std::thread([self = shared_from_this(), job] { self->run_long(job); })
-      .detach();
+    start_detached_thread([self = shared_from_this(), job] {
+      self->run_long(job);
+    });
   }
   catch (...)
   {

@@ -103,8 +103,8 @@ TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
     core.active_visits_ = 0;
     // The suspended visit's remaining handlers must be reachable by the
     // nested call, which cannot see this thread's private scheduler queue.
-    if (suspended_visits_ != 0 && !core.turn_queued() && core.has_work())
-      core.enqueue_turn_for_nested_run();
+    if (suspended_visits_ != 0)
+      core.visit_ended(true);
     return;
   }
 
@@ -244,7 +244,7 @@ public:
   explicit visit_scope(loop_core& core) noexcept
     : core_(core)
   {
-    core.turn_taken();
+    core.visit_started();
     ++core.active_visits_;
     ++core.visits_;
   }
@@ -254,8 +254,8 @@ public:
   ~visit_scope()
   {
     --core_.active_visits_;
-    if (core_.active_visits_ == 0 && !core_.turn_queued() && core_.has_work())
-      core_.enqueue_turn();
+    if (core_.active_visits_ == 0)
+      core_.visit_ended(false);
   }
 
   visit_scope(const visit_scope&) = delete;

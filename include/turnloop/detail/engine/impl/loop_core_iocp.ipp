@@ -11,9 +11,10 @@
 // packet is the wake. Included by loop_core.ipp.
 //
 // Invariants kept here:
-// - turn_posted_ is set by whoever posts the turn's packet, with a
-//   read-modify-write, so at most one packet is in the port; a visit clears
-//   it (turn_taken) before it looks at the cross-thread posts.
+// - turn_state_ becomes turn_in_port only by a read-modify-write of
+//   whoever then posts the turn's packet, so at most one packet is in the
+//   port. A visit sets turn_visiting; no other thread posts the turn then,
+//   and the visit's end (visit_ended) looks for work after it goes idle.
 // - After give_back_work the loop holds no unit of the context's work.
 //
 
@@ -49,16 +50,28 @@ TURNLOOP_DECL void turn_iocp::shutdown()
 
 TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
 {
-  // The load keeps a post to a loop whose turn is queued from writing the
-  // flag's cache line. It is sequentially consistent, as is what each
-  // poster counted before it (remote_pending_, remote_released_work_,
-  // sources_signalled_), and turn_taken() fences after clearing the flag:
-  // so a poster that still reads "posted" is seen by the visit that cleared
-  // it, and one that reads it clear posts the turn itself.
-  if (turn_posted_.load(std::memory_order_seq_cst)
-      || turn_posted_.exchange(true, std::memory_order_acq_rel))
-    return;
-  if (!running_in_this_thread())
+  // The load keeps a post to a loop whose turn is queued, or which is in a
+  // visit, from writing the state's cache line. It is sequentially
+  // consistent, as is what each poster counted before it (remote_pending_,
+  // remote_released_work_, sources_signalled_) and visit_ended's store of
+  // turn_idle: so a poster that still reads turn_visiting is seen by the
+  // visit's last look for work, and one that reads turn_idle posts the
+  // turn itself. The loop's own thread posts it from turn_visiting too: a
+  // run() nested in a handler waits for it in the port.
+  const bool here = running_in_this_thread();
+  unsigned char state = turn_state_.load(std::memory_order_seq_cst);
+  for (;;)
+  {
+    if (state == turn_in_port || (state == turn_visiting && !here))
+      return;
+    if (turn_state_.compare_exchange_weak(state, turn_in_port,
+          std::memory_order_acq_rel, std::memory_order_seq_cst))
+      break;
+  }
+  // A wake: another thread's packet for a loop some thread runs. Before
+  // run() the packet only waits in the port, as a post waits in the queue
+  // on POSIX.
+  if (!here && owner_thread_.load(std::memory_order_relaxed))
     wakes_.fetch_add(1, std::memory_order_relaxed);
   scheduler_.post_immediate_completion(&turn_op_, false);
 }
@@ -67,6 +80,37 @@ TURNLOOP_DECL void loop_core::enqueue_turn_for_nested_run() noexcept
 {
   // The completion port has no thread-private queue to avoid.
   enqueue_turn();
+}
+
+TURNLOOP_DECL void loop_core::visit_started() noexcept
+{
+  turn_state_.store(turn_visiting, std::memory_order_seq_cst);
+}
+
+TURNLOOP_DECL bool loop_core::has_work_for_a_visit() const noexcept
+{
+  // Work released on other threads is reconciled by a visit: a release
+  // that the running visit did not see needs one more.
+  return has_work()
+    || remote_released_work_.load(std::memory_order_relaxed) != 0;
+}
+
+TURNLOOP_DECL void loop_core::visit_ended(bool) noexcept
+{
+  // With work left the loop posts its own turn: that is not a wake. Without,
+  // it goes idle and looks once more: a poster that read turn_visiting
+  // before the store left its work where this look finds it.
+  if (has_work_for_a_visit())
+  {
+    enqueue_turn();
+    return;
+  }
+  unsigned char state = turn_visiting;
+  turn_state_.compare_exchange_strong(state, turn_idle,
+      std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (has_work_for_a_visit())
+    enqueue_turn();
 }
 
 TURNLOOP_DECL void loop_core::notify() noexcept

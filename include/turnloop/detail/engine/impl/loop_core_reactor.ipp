@@ -96,6 +96,24 @@ TURNLOOP_DECL void loop_core::enqueue_turn_for_nested_run() noexcept
   scheduler_.do_dispatch(&turn_op_);
 }
 
+TURNLOOP_DECL void loop_core::visit_started() noexcept
+{
+  in_queue_ = false;
+}
+
+TURNLOOP_DECL void loop_core::visit_ended(bool for_nested_run) noexcept
+{
+  // Whatever is left is re-queued behind the reactor. A suspended visit's
+  // handlers must be reachable by the nested call, which cannot see this
+  // thread's private scheduler queue.
+  if (in_queue_ || !has_work())
+    return;
+  if (for_nested_run)
+    enqueue_turn_for_nested_run();
+  else
+    enqueue_turn();
+}
+
 TURNLOOP_DECL void loop_core::fill_engine_stats(loop_stats& s) const noexcept
 {
   s.reactor_runs = reactor_runs_;
