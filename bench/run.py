@@ -20,6 +20,7 @@ tcp, blocking, memory).
 """
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -37,6 +38,23 @@ PROGRAMS = os.path.join(ROOT, "stage", "bench")  # see build_suffix()
 ASIO = None  # --asio: the other Asio the programs were built against
 COMPILER = None  # --compiler: clang or clang-libc++ (None: g++)
 REACTOR = None  # --reactor: select or asio-io-uring (None: epoll)
+WINDOWS = False  # --windows: MinGW-w64 programs, run under Wine
+WINE = [os.path.join(ROOT, "test", "wine.sh")]
+# What runs under Wine: the programs bench/Jamfile builds for Windows, and
+# no allocation counts (glibc's allocator is what they interpose).
+WINDOWS_PROGRAMS = ("post", "timers", "tcp")
+# Under Wine every PostQueuedCompletionStatus and socket call goes through
+# wineserver (io_context's chained post measured about 10k posts/s here):
+# the Windows runs are these workloads, at these sizes. --only picks among
+# them.
+WINDOWS_SIZES = {
+    "post_chain": {"quick": {"ops": 10_000}, "full": {"ops": 100_000}},
+    "post_cross_thread_4": {"quick": {"ops": 5_000}, "full": {"ops": 50_000}},
+    "timer_chain": {"quick": {"ops": 1_000}, "full": {"ops": 10_000}},
+    "tcp_ping_pong": {"quick": {"round_trips": 1_000},
+                      "full": {"round_trips": 10_000}},
+    "tcp_http": {"quick": {"requests": 20}, "full": {"requests": 200}},
+}
 
 
 def build_suffix():
@@ -47,6 +65,8 @@ def build_suffix():
         suffix += "-clang" + ("-libc++" if COMPILER == "clang-libc++" else "")
     if REACTOR:
         suffix += f"-{REACTOR}"
+    if WINDOWS:
+        suffix += "-windows"
     return suffix
 
 
@@ -59,6 +79,8 @@ def b2_properties():
             props.append("stdlib=libc++")
     if REACTOR:
         props.append(f"reactor={REACTOR}")
+    if WINDOWS:
+        props.append("target-os=windows")
     return props
 RESULTS = os.path.join(ROOT, "bench", "results")
 CHILD_TIMEOUT_S = 600
@@ -351,8 +373,9 @@ def progress(text):
 
 
 def child_command(w, side, params, mode, config=None):
-    cmd = [os.path.join(PROGRAMS, w.program), w.subcommand, "--side", side,
-           "--mode", mode]
+    program = os.path.join(PROGRAMS, w.program + (".exe" if WINDOWS else ""))
+    cmd = WINE + [program] if WINDOWS else [program]
+    cmd += [w.subcommand, "--side", side, "--mode", mode]
     if config:
         cmd += ["--config", config]
     for k, v in {**w.args, **params}.items():
@@ -370,6 +393,8 @@ def run_child(cmd, prefix=()):
         return {"status": "failed", "failure": f"timed out after {CHILD_TIMEOUT_S} s"}
     except OSError as e:
         return {"status": "failed", "failure": f"cannot run {cmd[0]}: {e}"}
+    # Wine's console output ends its lines with \r\n.
+    proc.stdout = proc.stdout.replace("\r", "")
     lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     try:
         result = json.loads(lines[-1])
@@ -500,6 +525,11 @@ def command_output(cmd):
         return ""
 
 
+def wine_version():
+    return command_output([os.environ.get("TURNLOOP_WINE", "/usr/lib/wine/wine64"),
+                           "--version"]).strip() or "Wine"
+
+
 def machine_header(mode_text):
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
@@ -529,7 +559,8 @@ def machine_header(mode_text):
         boost += f", with Boost.Asio {asio} in front (asio={ASIO}, bin/asio-{ASIO})"
     else:
         boost += f" (Asio {asio})"
-    cxx = "clang++-16" if COMPILER else "g++"
+    cxx = ("x86_64-w64-mingw32-g++-posix" if WINDOWS
+           else "clang++-16" if COMPILER else "g++")
     compiler = command_output([cxx, "--version"]).splitlines()[:1]
     if COMPILER == "clang-libc++":
         compiler = [compiler[0] + ", libc++"] if compiler else []
@@ -547,7 +578,10 @@ def machine_header(mode_text):
         commit += " (with uncommitted changes)"
     return {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "machine": f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}",
+        "machine": f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}"
+                   + (f", Windows programs under {wine_version()}: Wine's figures "
+                      "are not Windows figures (Wine runs completion ports and "
+                      "sockets through wineserver)" if WINDOWS else ""),
         "compiler": compiler[0] if compiler else "unknown",
         "boost": boost,
         "build": flags,
@@ -592,12 +626,20 @@ def main_timed(args):
     for w in WORKLOADS:
         if not selected(names, w.name, w.family):
             continue
+        if WINDOWS:
+            if w.name not in WINDOWS_SIZES:
+                continue
+            w = dataclasses.replace(w, sizes=WINDOWS_SIZES[w.name])
         progress(f"{w.name}: {w.description}")
         rows += run_workload(w, mode, runs, raw)
-        if w.count_allocations:
+        if w.count_allocations and not WINDOWS:
             allocation_rows.append(run_allocations(w, mode, allocation_runs, raw))
+    if WINDOWS:
+        progress("--windows: " + ", ".join(WINDOWS_SIZES) + ", timed only, "
+                 "smaller than on Linux; allocation counts, memory and "
+                 "blocking need Linux")
     idle_rows = []
-    if selected(names, "memory_idle", "memory"):
+    if selected(names, "memory_idle", "memory") and not WINDOWS:
         progress("memory_idle: one context per process, constructed and run once")
         idle_rows = run_idle_memory(runs, raw)
     elapsed = time.monotonic() - started
@@ -745,11 +787,20 @@ def main():
                              "(BOOST_ASIO_DISABLE_EPOLL) or its io_uring "
                              "backend, every side alike; bench/run.sh "
                              "builds them")
+    parser.add_argument("--windows", action="store_true",
+                        help="programs cross-built with MinGW-w64 (Asio's "
+                             "IOCP context) and run under Wine, every side "
+                             "alike: the posts, timers and TCP, timed only; "
+                             "bench/run.sh builds them")
     args = parser.parse_args()
-    global PROGRAMS, ASIO, COMPILER, REACTOR
+    global PROGRAMS, ASIO, COMPILER, REACTOR, WINDOWS
     ASIO = args.asio
     COMPILER = args.compiler
     REACTOR = args.reactor
+    WINDOWS = args.windows
+    if WINDOWS and (ASIO or COMPILER or REACTOR or args.callgrind or args.group):
+        parser.error("--windows builds with MinGW-w64 on Debian's Boost: not "
+                     "with --asio, --compiler, --reactor, --callgrind or --group")
     PROGRAMS = os.path.join(ROOT, "stage", "bench" + build_suffix())
     if args.callgrind:
         return main_callgrind(args)

@@ -4,6 +4,7 @@
 #
 #   bench/run.sh [--quick|--full] [--only <workloads>] [--asio <version>]
 #                [--compiler clang|clang-libc++] [--reactor select|asio-io-uring]
+#                [--windows]
 #   bench/run.sh --callgrind <workloads> [--asio <version>]
 #   bench/run.sh --group [--runs N] [--only keepalive,churn,placement]
 #                                     the loop_group HTTP comparisons
@@ -15,7 +16,10 @@
 # on the Asio a user has; --compiler on clang-16, with its libstdc++ or with
 # libc++; --reactor on Asio's select reactor (BOOST_ASIO_DISABLE_EPOLL, the
 # stand-in for every reactor without epoll) or its io_uring backend (Asio
-# 1.28 or newer: with --asio), every side alike.
+# 1.28 or newer: with --asio), every side alike; --windows cross-builds the
+# posts, timers and TCP with MinGW-w64 (Asio's IOCP context) and runs them
+# under Wine (test/wine.sh), io_context and turnloop on the same build:
+# Wine's figures are not Windows figures.
 #
 # Results (JSON with every run, an SVG chart) go to bench/results/.
 # doc/benchmarks.md describes the method and every workload.
@@ -49,8 +53,12 @@ for ((i = 0; i < ${#args[@]}; i++)); do
         select|asio-io-uring) reactor=("reactor=$name") ;;
         *) echo "bench/run.sh: --reactor takes select or asio-io-uring" >&2; exit 2 ;;
       esac ;;
+    --windows) reactor=(target-os=windows) ;;
   esac
 done
+if [ "${reactor[*]}" = target-os=windows ]; then
+  test/wine.sh --init
+fi
 if [ ${#asio[@]} -ne 0 ]; then
   .ci/asio-headers "${asio[0]#asio=}" >/dev/null
 fi

@@ -12,6 +12,7 @@
 //
 
 #include "support/driver.hpp"
+#include "support/process.hpp"
 
 #include <turnloop/buffer_pool.hpp>
 #include <turnloop/io_objects.hpp>
@@ -31,7 +32,6 @@
 #include <type_traits>
 #include <vector>
 
-#include <sys/resource.h>
 
 namespace net = turnloop::asio; // Boost.Asio, or standalone Asio
 
@@ -375,18 +375,11 @@ private:
 // (less sensitive than messages per second to the clients sharing the
 // cores; the system part is the kernel's socket work, which on loopback
 // includes the receiving side's TCP processing for every send).
-struct cpu_seconds
-{
-  double user = 0;
-  double system = 0;
-};
+using bench::cpu_seconds;
 
 cpu_seconds server_cpu_seconds_now()
 {
-  rusage u;
-  ::getrusage(RUSAGE_THREAD, &u);
-  return {double(u.ru_utime.tv_sec) + double(u.ru_utime.tv_usec) * 1e-6,
-    double(u.ru_stime.tv_sec) + double(u.ru_stime.tv_usec) * 1e-6};
+  return bench::this_thread_cpu_seconds();
 }
 
 cpu_seconds last_server_cpu_seconds;

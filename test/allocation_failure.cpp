@@ -30,16 +30,17 @@
 #include <string>
 #include <thread>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#if !defined(_WIN32)
+# include <fcntl.h>
+#endif // !defined(_WIN32)
 
 #include "counting_allocator.hpp"
 #include "pooled_echo.hpp"
+#include "stream_pair.hpp"
 #include "support.hpp"
 
 using turnloop::error_code;
-using asio::local::stream_protocol;
+using stream_protocol = test::pair_protocol;
 using namespace std::chrono_literals;
 
 namespace {
@@ -160,7 +161,7 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_whose_buffer_cannot_be_minted_ends_with_no_me
 {
   turnloop::loop l(pool_config(2));
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
   asio::write(a, asio::buffer(std::string("hello")));
 
   outcome first;
@@ -188,7 +189,7 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_whose_wait_for_a_buffer_cannot_be_recorded_en
   auto& pool = asio::use_service<turnloop::buffer_pool>(l);
   std::optional<turnloop::buffer_lease> held(pool.try_lease());
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
 
   std::atomic<int> failures{0};
   outcome o;
@@ -325,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_pooled_read_its_strand_cannot_take_for_lack_of_memory_is_
 {
   turnloop::loop l(pool_config(2));
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
   auto strand = asio::make_strand(l);
   std::atomic<int> failures{0};
   outcome o;
@@ -620,7 +621,7 @@ int accept_that_cannot_park()
           got = ec;
         }));
 
-  const std::optional<rlimit> saved = test::run_out_of_descriptors();
+  const std::optional<test::descriptor_limit> saved = test::run_out_of_descriptors();
   if (!saved)
     return 9;
   failures = every_request;
@@ -637,7 +638,7 @@ int accept_that_cannot_park()
     return 11; // escaped run(): the accept's handler was dropped
   }
   failures = 0;
-  ::setrlimit(RLIMIT_NOFILE, &*saved);
+  test::restore_descriptor_limit(*saved);
   if (calls != 1)
     return 12;
   if (got != asio::error::no_memory)
@@ -647,7 +648,9 @@ int accept_that_cannot_park()
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_parked_for_lack_of_memory_ends_with_no_memory)
+BOOST_AUTO_TEST_CASE(an_accept_that_cannot_be_parked_for_lack_of_memory_ends_with_no_memory,
+    * test::only_where(test::has_fork && test::has_descriptor_limit,
+      "runs a child process out of descriptors (fork, RLIMIT_NOFILE)"))
 {
   BOOST_TEST(test::exit_status_in_child(accept_that_cannot_park) == 0);
 }
@@ -676,11 +679,16 @@ stream_protocol::socket high_numbered_socket(turnloop::loop& l,
     stream_protocol::socket& peer)
 {
   stream_protocol::socket low(l);
-  asio::local::connect_pair(peer, low);
+  test::connect_pair(peer, low);
+#if defined(_WIN32)
+  BOOST_FAIL("a socket by descriptor number: POSIX (the io_uring path's)");
+  return low;
+#else // defined(_WIN32)
   const int fd = ::fcntl(low.native_handle(), F_DUPFD_CLOEXEC, 1000);
   BOOST_TEST_REQUIRE(fd >= 1000);
   low.close();
   return stream_protocol::socket(l, stream_protocol(), fd);
+#endif // defined(_WIN32)
 }
 
 constexpr std::size_t table_bytes = 8000;
@@ -713,7 +721,7 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_buffer_cannot_be_minted_ends_with_no_memo
   turnloop::loop l(ring_pool_config(2));
   auto& pool = asio::use_service<turnloop::buffer_pool>(l);
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
 
   outcome first;
   asio::post(l, [&] { turnloop::async_read_pooled(b, record(first)); });
@@ -789,7 +797,7 @@ BOOST_AUTO_TEST_CASE(a_ring_read_whose_handler_memory_fails_is_refused_at_the_ca
   turnloop::loop l(ring_pool_config(2));
   auto& pool = asio::use_service<turnloop::buffer_pool>(l);
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
 
   std::atomic<int> failures{0};
   outcome o;
@@ -834,7 +842,7 @@ BOOST_AUTO_TEST_CASE(a_ring_read_its_strand_cannot_take_for_lack_of_memory_is_de
   turnloop::loop l(ring_pool_config(2));
   auto& pool = asio::use_service<turnloop::buffer_pool>(l);
   stream_protocol::socket a(l), b(l);
-  asio::local::connect_pair(a, b);
+  test::connect_pair(a, b);
   auto strand = asio::make_strand(l);
   std::atomic<int> failures{0};
   outcome o;

@@ -562,7 +562,10 @@ long idle_cost_kib(std::size_t buffers)
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(a_large_pool_ceiling_costs_nothing_while_idle)
+BOOST_AUTO_TEST_CASE(a_large_pool_ceiling_costs_nothing_while_idle,
+    * test::only_where(test::has_fork,
+      "measures the resident set in a forked child (its high-water mark "
+      "starts afresh there)"))
 {
   const long with_pool = idle_cost_kib(65536);
   const long without = idle_cost_kib(0);

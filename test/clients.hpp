@@ -15,8 +15,10 @@
 #include <ctime>
 #include <vector>
 
-#include <sys/socket.h>
-#include <sys/time.h>
+#if !defined(_WIN32)
+# include <sys/socket.h>
+# include <sys/time.h>
+#endif // !defined(_WIN32)
 
 #include "support.hpp"
 
@@ -46,6 +48,13 @@ inline std::vector<asio::ip::tcp::socket> connect_clients(
 /// reset, an end of stream or a timeout.
 inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
 {
+#if defined(_WIN32)
+  // Winsock takes milliseconds, and a recv() is not ended by a signal.
+  const DWORD ms = static_cast<DWORD>(deadline.count() * 1000);
+  ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO,
+      reinterpret_cast<const char*>(&ms), sizeof ms);
+  return ::recv(client.native_handle(), &c, 1, 0) == 1;
+#else // defined(_WIN32)
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   // With a receive timeout, a signal (or, on Asio's io_uring backend, the
@@ -56,6 +65,7 @@ inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
     got = ::recv(client.native_handle(), &c, 1, 0);
   while (got < 0 && errno == EINTR);
   return got == 1;
+#endif // defined(_WIN32)
 }
 
 /// Reads the one-byte greeting 'x' with a deadline; false on a reset or a

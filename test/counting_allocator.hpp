@@ -9,8 +9,10 @@
 // operator new is counted always. Asio takes handler memory from
 // aligned_alloc, which a replaced operator new never sees, so the C
 // allocation functions are interposed too, forwarding to glibc's own;
-// except under the sanitizers, which own malloc themselves (there only
-// operator new is counted).
+// except under the sanitizers, which own malloc themselves, and on Windows,
+// whose C library cannot be interposed (there only operator new is counted;
+// the Windows test build has Asio take handler memory from operator new,
+// test/Jamfile).
 //
 
 #ifndef TURNLOOP_TEST_COUNTING_ALLOCATOR_HPP
@@ -56,12 +58,14 @@ inline bool fails_now(std::size_t n) noexcept
   return from != 0 && n >= from;
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) \
+  && !defined(_WIN32)
+# define TURNLOOP_TEST_COUNTS_MALLOC 1
 /// True where malloc and its relatives are counted as well.
 inline constexpr bool counts_malloc = true;
-#else // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#else // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) ...
 inline constexpr bool counts_malloc = false;
-#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) ...
 
 } // namespace test
 
@@ -98,7 +102,7 @@ void operator delete(void* p, std::size_t) noexcept
   std::free(p);
 }
 
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(TURNLOOP_TEST_COUNTS_MALLOC)
 extern "C" {
 
 void* __libc_malloc(std::size_t);
@@ -161,6 +165,6 @@ void free(void* p) noexcept
 }
 
 } // extern "C"
-#endif // !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#endif // defined(TURNLOOP_TEST_COUNTS_MALLOC)
 
 #endif // TURNLOOP_TEST_COUNTING_ALLOCATOR_HPP

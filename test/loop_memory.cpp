@@ -70,9 +70,14 @@ turnloop::config every_ceiling_at_its_maximum()
   return c;
 }
 
+// Each measurement needs a child process of its own (test::has_fork).
+const char* const forks =
+  "measured in a child process of its own; no fork on Windows";
+
 } // namespace
 
-BOOST_AUTO_TEST_CASE(the_rss_probe_sees_a_real_allocation)
+BOOST_AUTO_TEST_CASE(the_rss_probe_sees_a_real_allocation,
+    * test::only_where(test::has_fork, forks))
 {
   // Calibration: 1 MiB written in the child shows up, even though it is
   // freed before the measurement.
@@ -83,7 +88,8 @@ BOOST_AUTO_TEST_CASE(the_rss_probe_sees_a_real_allocation)
   BOOST_TEST(growth >= 1000);
 }
 
-BOOST_AUTO_TEST_CASE(the_net_profile_costs_what_a_minimal_config_costs_idle)
+BOOST_AUTO_TEST_CASE(the_net_profile_costs_what_a_minimal_config_costs_idle,
+    * test::only_where(test::has_fork, forks))
 {
   const long net = idle_loop_kib(net_profile());
   const long small = idle_loop_kib(minimal());
@@ -94,7 +100,8 @@ BOOST_AUTO_TEST_CASE(the_net_profile_costs_what_a_minimal_config_costs_idle)
   BOOST_TEST(net - small <= 64);
 }
 
-BOOST_AUTO_TEST_CASE(every_ceiling_at_its_maximum_costs_nothing_idle)
+BOOST_AUTO_TEST_CASE(every_ceiling_at_its_maximum_costs_nothing_idle,
+    * test::only_where(test::has_fork, forks))
 {
   // 16 M handles, operations and posts, 16 M pooled buffers of 64 MiB (a
   // petabyte, as a ceiling): still what a minimal loop costs.

@@ -130,8 +130,8 @@ BOOST_AUTO_TEST_CASE(stop_from_another_thread_wakes_a_loop_blocked_in_epoll)
 {
   turnloop::loop l;
   auto guard = asio::make_work_guard(l);
-  asio::steady_timer far(l, 1h); // the reactor has a timer 1 h away
-  far.async_wait([](turnloop::error_code) {});
+  asio::steady_timer distant(l, 1h); // the reactor has a timer 1 h away
+  distant.async_wait([](turnloop::error_code) {});
   std::atomic<pid_t> tid{0};
   std::atomic<bool> returned{false};
   asio::post(l, [&] { tid = test::this_thread_id(); });

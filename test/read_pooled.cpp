@@ -219,8 +219,11 @@ BOOST_AUTO_TEST_CASE(a_read_delivers_at_most_one_buffer)
   second.lease.reset();
 }
 
-BOOST_AUTO_TEST_CASE(local_sockets_and_stream_descriptors_are_read_too)
+BOOST_AUTO_TEST_CASE(local_sockets_and_stream_descriptors_are_read_too,
+    * test::only_where(test::has_posix_descriptors,
+      "local sockets and POSIX stream descriptors"))
 {
+#if defined(TURNLOOP_ASIO_HAS_POSIX_STREAM_DESCRIPTOR)
   turnloop::loop l(pool_config(4));
   buffer_pool& pool = asio::use_service<buffer_pool>(l);
 
@@ -258,6 +261,7 @@ BOOST_AUTO_TEST_CASE(local_sockets_and_stream_descriptors_are_read_too)
   BOOST_TEST(!local.lease);
   BOOST_TEST(!pipe.lease);
   BOOST_TEST(pool.stats().leased == 0u);
+#endif // defined(TURNLOOP_ASIO_HAS_POSIX_STREAM_DESCRIPTOR)
 }
 
 BOOST_AUTO_TEST_CASE(every_completion_token_delivers_a_read)
@@ -398,25 +402,28 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_data_is_cancelled_every_way)
   enum class how { slot, cancel, close };
   for (how h : {how::slot, how::cancel, how::close})
   {
-    tcp_fixture f;
-    asio::cancellation_signal signal;
-    read_result r;
-    turnloop::async_read_pooled(f.server,
-        asio::bind_cancellation_slot(signal.slot(), r.handler()));
-    f.l.poll();
-    asio::post(f.l, [&] {
-      if (h == how::slot)
-        signal.emit(asio::cancellation_type::terminal);
-      else if (h == how::cancel)
-        f.server.cancel();
-      else
-        f.server.close();
-    });
-    f.l.run_for(test::deadline);
-    BOOST_TEST(r.completions == 1);
-    BOOST_TEST(r.ec == asio::error::operation_aborted);
-    BOOST_TEST(!r.lease);
-    BOOST_TEST(f.pool.stats().minted == 0u);
+    BOOST_TEST_CONTEXT("how " << int(h))
+    {
+      tcp_fixture f;
+      asio::cancellation_signal signal;
+      read_result r;
+      turnloop::async_read_pooled(f.server,
+          asio::bind_cancellation_slot(signal.slot(), r.handler()));
+      f.l.poll();
+      asio::post(f.l, [&] {
+        if (h == how::slot)
+          signal.emit(asio::cancellation_type::terminal);
+        else if (h == how::cancel)
+          f.server.cancel();
+        else
+          f.server.close();
+      });
+      f.l.run_for(test::deadline);
+      BOOST_TEST(r.completions == 1);
+      BOOST_TEST(r.ec == asio::error::operation_aborted);
+      BOOST_TEST(!r.lease);
+      BOOST_TEST(f.pool.stats().minted == 0u);
+    }
   }
 }
 
@@ -453,8 +460,36 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_is_cancelled_every_way)
   }
 }
 
+namespace {
+
+// What io_context's async_read_some reports when the peer resets. On
+// Windows it is the system's word: Wine reads a reset as the end of the
+// stream.
+error_code stock_read_after_a_reset()
+{
+  asio::io_context ctx;
+  tcp::acceptor acceptor(ctx, {asio::ip::address_v4::loopback(), 0});
+  tcp::socket client(ctx);
+  client.connect(acceptor.local_endpoint());
+  tcp::socket server = acceptor.accept();
+  client.set_option(asio::socket_base::linger(true, 0));
+  client.close();
+  std::array<char, 8> in;
+  error_code result;
+  server.async_read_some(asio::buffer(in),
+      [&](error_code ec, std::size_t) { result = ec; });
+  ctx.run();
+  return result;
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
 {
+  const error_code reset = stock_read_after_a_reset();
+  if constexpr (!turnloop::detail::has_iocp_engine)
+    BOOST_TEST(reset == asio::error::connection_reset);
+  BOOST_TEST(reset);
   enum class how { eof, reset };
   for (how h : {how::eof, how::reset})
   {
@@ -472,7 +507,7 @@ BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
     BOOST_TEST(f.run_until([&] { return r.completions != 0; }));
     BOOST_TEST(r.completions == 1);
     const error_code expected = h == how::eof
-      ? error_code(asio::error::eof) : error_code(asio::error::connection_reset);
+      ? error_code(asio::error::eof) : reset;
     BOOST_TEST(r.ec == expected);
     BOOST_TEST(!r.lease);
     BOOST_TEST(f.pool.stats().waits == 0u);
@@ -481,10 +516,13 @@ BOOST_AUTO_TEST_CASE(a_read_without_a_buffer_reports_eof_and_errors_at_once)
 }
 
 BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_sees_a_reset,
-    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select",
-      "select reports a reset as readable, not in its except set, so the "
-      "wait_error watch of a read waiting for a buffer does not see it: that "
-      "read learns of the reset when it gets a buffer"))
+    * test::only_where(std::string_view(TURNLOOP_REACTOR_NAME) != "select"
+        && !turnloop::detail::has_iocp_engine,
+      "select (and Asio's IOCP context, which waits for wait_error with "
+      "select on a thread of its own) reports a reset as readable, not in "
+      "its except set, so the wait_error watch of a read waiting for a "
+      "buffer does not see it: that read learns of the reset when it gets "
+      "a buffer"))
 {
   tcp_fixture f(pool_config(1));
   read_result r;
@@ -815,14 +853,14 @@ BOOST_AUTO_TEST_CASE(the_counting_allocator_counts)
 {
   const long before = test::allocations.load();
   test::allocate_once();
-  if constexpr (test::counts_malloc)
-  {
-    std::free(std::aligned_alloc(64, 64));
-    std::free(std::malloc(8));
-    BOOST_TEST(test::allocations.load() == before + 4); // new's malloc too
-  }
-  else
-    BOOST_TEST(test::allocations.load() == before + 1);
+#if defined(TURNLOOP_TEST_COUNTS_MALLOC)
+  // Not where malloc is not counted (Windows): there is no aligned_alloc.
+  std::free(std::aligned_alloc(64, 64));
+  std::free(std::malloc(8));
+  BOOST_TEST(test::allocations.load() == before + 4); // new's malloc too
+#else // defined(TURNLOOP_TEST_COUNTS_MALLOC)
+  BOOST_TEST(test::allocations.load() == before + 1);
+#endif // defined(TURNLOOP_TEST_COUNTS_MALLOC)
 }
 
 BOOST_AUTO_TEST_CASE(a_warm_echo_with_pooled_reads_allocates_nothing)

@@ -15,6 +15,20 @@
 // TURNLOOP_TEST_NO_IO_URING=1 skips the io_uring runs (read_pooled_uring.cpp).
 //
 
+#if defined(_WIN32)
+// Nothing of this module exists on Windows: one case says so.
+#define BOOST_TEST_MODULE read_pooled_uring_stock
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+BOOST_AUTO_TEST_CASE(this_module_tests_what_only_linux_has,
+    * test::only_where(false, "stock operations beside turnloop's io_uring path (Linux)"))
+{
+}
+
+#else // defined(_WIN32)
+
 #define BOOST_TEST_MODULE read_pooled_uring_stock
 #include <boost/test/unit_test.hpp>
 
@@ -560,3 +574,5 @@ BOOST_AUTO_TEST_CASE(a_read_waiting_for_a_buffer_ends_when_its_peer_resets,
     }
   }
 }
+
+#endif // defined(_WIN32)

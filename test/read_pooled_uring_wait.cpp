@@ -17,6 +17,20 @@
 // TURNLOOP_TEST_NO_IO_URING=1 skips these cases (read_pooled_uring.cpp).
 //
 
+#if defined(_WIN32)
+// Nothing of this module exists on Windows: one case says so.
+#define BOOST_TEST_MODULE read_pooled_uring_wait
+#include <boost/test/unit_test.hpp>
+
+#include "support.hpp"
+
+BOOST_AUTO_TEST_CASE(this_module_tests_what_only_linux_has,
+    * test::only_where(false, "the wait in turnloop's io_uring path (Linux)"))
+{
+}
+
+#else // defined(_WIN32)
+
 #include <turnloop/read_pooled.hpp>
 
 #include <turnloop/buffer_pool.hpp>
@@ -391,3 +405,5 @@ BOOST_AUTO_TEST_CASE(turnloops_io_uring_path,
 }
 
 #endif // defined(TURNLOOP_HAS_IO_URING_PATH)
+
+#endif // defined(_WIN32)

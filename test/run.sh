@@ -28,7 +28,12 @@
 #      a case that tests what only epoll does is skipped there and listed
 #      as not applicable, with its reason;
 #  11. clang-16 with libstdc++, and with libc++ (b2 toolset=clang-16
-#      [stdlib=libc++]).
+#      [stdlib=libc++]);
+#  12. Windows: every module and example cross-built with MinGW-w64
+#      (b2 target-os=windows, Asio's IOCP context) and run under Wine
+#      (test/wine.sh, one prefix in bin/wine-prefix), after the Linux
+#      lines; a case that tests what only Linux has is listed as not
+#      applicable, with its reason.
 # Installs what is missing first (.ci/install-deps). A build runs while the
 # previous build's programs run (see run_stages), and builds only what runs:
 # the modules named, and under TSan only those with "threads" cases. Ends
@@ -62,7 +67,7 @@ if [ "$everything" = yes ]; then
   for source in test/*.cpp; do
     name=$(basename "$source" .cpp)
     # Not modules: the tests' flavour switch and the Boost.Test library
-    # built for libc++.
+    # built for libc++ and Windows.
     case $name in asio|boost_test_library) continue ;; esac
     modules+=("$name")
   done
@@ -141,11 +146,15 @@ print_timing() {
   fi
 }
 
+# How the programs of the line being run are started: directly, or (the
+# Windows line, see runs_line) through test/wine.sh, with ".exe" names.
+runner=() exe=
+
 # One module run: parses Boost.Test's XML report; a crash or a missing report
 # counts as one failed case. $1 is the directory under stage/test.
 run_module() {
   local variant=$1 module=$2; shift 2
-  local binary="stage/test/$variant/$module"
+  local binary="stage/test/$variant/$module$exe"
   local report
   if [ ! -x "$binary" ]; then
     failed=$((failed + 1)); failures+=("$variant/$module (not built)")
@@ -156,7 +165,7 @@ run_module() {
   local start=$SECONDS since=$EPOCHREALTIME
   # test_suite level: a case skipped where it does not apply (test::only_where)
   # is logged with its reason.
-  measured "$report.cpu" timeout 900 "$binary" --report_format=XML --report_level=short \
+  measured "$report.cpu" timeout 900 "${runner[@]}" "$binary" --report_format=XML --report_level=short \
     --report_sink="$report" --log_level=test_suite --color_output=no "$@" \
     >"$report.log" 2>&1
   local status=$?
@@ -201,7 +210,7 @@ run_program() {
   local name start status since=$EPOCHREALTIME
   name=$(basename "$binary")
   start=$SECONDS
-  if measured "$timing/program" timeout 120 "$binary" "$@" >"bin/$label-$name.log" 2>&1; then
+  if measured "$timing/program" timeout 120 "${runner[@]}" "$binary$exe" "$@" >"bin/$label-$name.log" 2>&1; then
     passed=$((passed + 1)); status="1 passed   0 failed"
   else
     failed=$((failed + 1)); failures+=("$label/$name"); status="0 passed   1 failed"
@@ -446,6 +455,12 @@ runs_line() {
     fi
     return
   fi
+  if [ "${line_flavour[i]}" = windows ]; then
+    runner=(test/wine.sh) exe=.exe
+    local since=$EPOCHREALTIME
+    measured "$timing/wine-init" test/wine.sh --init
+    add_phase "run $variant$suffix" "$since" "$timing/wine-init"
+  fi
   if [ ${#modules[@]} -ne 0 ]; then
     for module in "${modules[@]}"; do
       if [ "$variant" = asan ]; then
@@ -459,6 +474,7 @@ runs_line() {
     [ "${line_scope[i]}" = tests ] \
       || run_examples "stage/example$suffix" "example$suffix" "${line_flavour[i]}"
   fi
+  runner=() exe=
   if [ "${line_scope[i]}" = full ] && wants headers; then
     run_headers "stage/headers$suffix" "headers$suffix"
     if [ "${line_flavour[i]}" = standalone ]; then
@@ -499,12 +515,13 @@ fi
 line_properties=() line_suffix=() line_scope=() line_flavour=()
 line_asio_dir=() line_consumers=() line_compiler=() line_variant=()
 # add_line <label> <b2 properties> <stage suffix>
-#   <full|programs|tests|compile> <flavour> <asio include dir> <consumers: yes|no>
-#   <compiler for checks> [<variant>, release] [<group>, a line of its own]
-# full: modules, examples and header builds; programs: modules and
-# examples; tests: the modules alone;
-# compile: the header-only header build alone (every public header in a
-# unit of its own, with turnloop's bodies).
+#   <full|tests|programs|compile> <flavour> <asio include dir>
+#   <consumers: yes|no> <compiler for checks> [<variant>, release]
+#   [<group>, a line of its own]
+# full: modules, examples and header builds; tests: the modules alone;
+# programs: modules and examples; compile: the header-only header build
+# alone (every public header in a unit of its own, with turnloop's bodies).
+# Flavour boost, standalone or windows (run under Wine).
 add_line() {
   local i=${#line_properties[@]} what group=${10:-line-${#line_properties[@]}}
   group_label[$group]=$1
@@ -515,6 +532,7 @@ add_line() {
     full) what="tests, examples and header builds" ;;
     programs) what="tests and examples" ;;
     tests) what="tests (${9:-release})" ;;
+    programs) what="tests and examples" ;;
     *) what="header-only header builds" ;;
   esac
   add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
@@ -539,6 +557,7 @@ add_line() {
 #   asio-io-uring              g++            Boost.Asio 1.38.0     io_uring  tests (Asio's io_uring backend)
 #   boost-1.87, standalone-1.28.2 standalone-1.30.2 standalone-1.34.2
 #   standalone-1.36.0          g++            the versions between  epoll     compiled: every header alone, header-only
+#   windows                    MinGW-w64 g++  Debian's Boost 1.81   IOCP      tests and examples, run under Wine
 #
 # The header builds (every public header alone, in both modes) run where
 # what a header must include differs: on the reference line, with clang
@@ -546,7 +565,7 @@ add_line() {
 # compile the same headers.
 #
 # TURNLOOP_LINES picks lines by name (none: the reference line alone).
-all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0"
+all_lines="boost-1.38.2 standalone-1.38.2 standalone-1.26.0 select select-asan asio-io-uring boost-1.87 standalone-1.28.2 standalone-1.30.2 standalone-1.34.2 standalone-1.36.0 windows"
 lines=${TURNLOOP_LINES:-$all_lines}
 [ "$lines" != none ] || lines=
 # The Asio headers the lines need, unpacked first (.ci/asio-headers; a
@@ -597,6 +616,11 @@ for name in $lines; do
       add_line "$gxx, $(boost_label 1.90), Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING_AS_DEFAULT), -O1" \
         "asio=1.90 reactor=asio-io-uring $o1" -asio-1.90-asio-io-uring tests boost \
         bin/asio-1.90/include no g++ ;;
+    windows)
+      # Last: its build shares the machine with the Linux lines' runs.
+      add_line "MinGW-w64 g++ $(x86_64-w64-mingw32-g++-posix -dumpversion 2>/dev/null), Asio $(asio_version_in /usr/include) (Debian's Boost 1.81), Windows (IOCP), run under Wine $(/usr/lib/wine/wine64 --version 2>/dev/null | sed 's/^wine-//'), -O1" \
+        "target-os=windows $o1" -windows programs windows /usr/include no \
+        x86_64-w64-mingw32-g++-posix ;;
     boost-*)
       version=${name#boost-}
       add_line "$gxx, $(boost_label "$version"), compiled" "asio=$version $o1" \

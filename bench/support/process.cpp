@@ -66,6 +66,14 @@ bool prefault_mapped_files() noexcept
   return all;
 }
 
+cpu_seconds this_thread_cpu_seconds() noexcept
+{
+  rusage u{};
+  ::getrusage(RUSAGE_THREAD, &u);
+  return {double(u.ru_utime.tv_sec) + double(u.ru_utime.tv_usec) * 1e-6,
+    double(u.ru_stime.tv_sec) + double(u.ru_stime.tv_usec) * 1e-6};
+}
+
 void raise_descriptor_limit() noexcept
 {
   rlimit limit;

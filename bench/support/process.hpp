@@ -32,6 +32,16 @@ resident_set resident() noexcept;
 /// MADV_POPULATE_READ (Linux 5.14); returns false where it is missing.
 bool prefault_mapped_files() noexcept;
 
+/// CPU time the calling thread has used, in seconds, in user space and in
+/// the kernel.
+struct cpu_seconds
+{
+  double user = 0;
+  double system = 0;
+};
+
+cpu_seconds this_thread_cpu_seconds() noexcept;
+
 /// Raises RLIMIT_NOFILE's soft limit to the hard limit: the TCP workloads
 /// hold thousands of descriptors.
 void raise_descriptor_limit() noexcept;

@@ -23,7 +23,11 @@
 #include <turnloop/impl/buffer_lease.ipp>
 #include <turnloop/impl/buffer_pool.ipp>
 #include <turnloop/detail/pool/impl/buffer_store.ipp>
-#include <turnloop/detail/pool/impl/descriptor_read.ipp>
+#if defined(TURNLOOP_HAS_WINSOCK)
+# include <turnloop/detail/pool/impl/descriptor_read_winsock.ipp>
+#else // defined(TURNLOOP_HAS_WINSOCK)
+# include <turnloop/detail/pool/impl/descriptor_read.ipp>
+#endif // defined(TURNLOOP_HAS_WINSOCK)
 #include <turnloop/detail/uring/impl/uring_ring.ipp>
 #include <turnloop/detail/uring/impl/pool_ring.ipp>
 #include <turnloop/detail/accept/impl/handle_service.ipp>

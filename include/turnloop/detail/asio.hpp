@@ -57,9 +57,12 @@
 # if defined(ASIO_HAS_DEV_POLL)
 #  define TURNLOOP_ASIO_HAS_DEV_POLL 1
 # endif // defined(ASIO_HAS_DEV_POLL)
-# if defined(ASIO_HAS_IOCP) || defined(ASIO_WINDOWS_RUNTIME)
+# if defined(ASIO_HAS_IOCP)
 #  define TURNLOOP_ASIO_HAS_IOCP 1
-# endif // defined(ASIO_HAS_IOCP) || defined(ASIO_WINDOWS_RUNTIME)
+# endif // defined(ASIO_HAS_IOCP)
+# if defined(ASIO_WINDOWS_RUNTIME)
+#  define TURNLOOP_ASIO_WINDOWS_RUNTIME 1
+# endif // defined(ASIO_WINDOWS_RUNTIME)
 #else // defined(TURNLOOP_STANDALONE_ASIO)
 # define TURNLOOP_ASIO_WHOLE <boost/asio.hpp>
 # define TURNLOOP_ASIO_VERSION BOOST_ASIO_VERSION
@@ -82,9 +85,12 @@
 # if defined(BOOST_ASIO_HAS_DEV_POLL)
 #  define TURNLOOP_ASIO_HAS_DEV_POLL 1
 # endif // defined(BOOST_ASIO_HAS_DEV_POLL)
-# if defined(BOOST_ASIO_HAS_IOCP) || defined(BOOST_ASIO_WINDOWS_RUNTIME)
+# if defined(BOOST_ASIO_HAS_IOCP)
 #  define TURNLOOP_ASIO_HAS_IOCP 1
-# endif // defined(BOOST_ASIO_HAS_IOCP) || defined(BOOST_ASIO_WINDOWS_RUNTIME)
+# endif // defined(BOOST_ASIO_HAS_IOCP)
+# if defined(BOOST_ASIO_WINDOWS_RUNTIME)
+#  define TURNLOOP_ASIO_WINDOWS_RUNTIME 1
+# endif // defined(BOOST_ASIO_WINDOWS_RUNTIME)
 #endif // defined(TURNLOOP_STANDALONE_ASIO)
 
 namespace turnloop {

@@ -30,8 +30,8 @@
 # error "turnloop is tested with Asio 1.26 to 1.38.2 (Boost 1.81 to 1.90, and Asio 1.38.2 standalone or boostified); define TURNLOOP_ALLOW_UNTESTED_ASIO to try a newer one"
 #endif // TURNLOOP_ASIO_VERSION > TURNLOOP_ASIO_NEWEST_TESTED && ...
 
-// The platform's capabilities (and the #error where Asio has no POSIX
-// reactor for the engine to run over).
+// The platform's capabilities (and the #error where turnloop has no engine
+// for the context Asio runs on).
 #include <turnloop/detail/platform.hpp>
 
 // TURNLOOP_HEADER_ONLY: define it to use turnloop without linking

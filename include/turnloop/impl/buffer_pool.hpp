@@ -19,6 +19,9 @@
 #include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <turnloop/detail/foreign_delivery.hpp>
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include <turnloop/detail/pool/pooled_recv_op.hpp>
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 #include <turnloop/detail/remote_refusal.hpp>
 
 #include <cassert>
@@ -137,9 +140,10 @@ struct buffer_pool::watch_handler
 {
   buffer_pool* pool;
   detail::slot_id id;
-  std::unique_ptr<asio::cancellation_signal> signal;
+  std::unique_ptr<detail::watch_signal> signal;
 
-  using cancellation_slot_type = asio::cancellation_slot;
+  using cancellation_slot_type =
+    decltype(std::declval<detail::watch_signal&>().slot());
 
   cancellation_slot_type get_cancellation_slot() const noexcept
   {
@@ -309,8 +313,15 @@ bool buffer_pool::wait_for_read(Handler&& handler, Stream& stream)
   w.descriptor = stream.native_handle();
   try
   {
-    auto signal = std::make_unique<asio::cancellation_signal>();
-    asio::cancellation_signal* watch = signal.get();
+    auto signal = std::make_unique<detail::watch_signal>();
+    detail::watch_signal* watch = signal.get();
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+    // Where Asio queues the wait: its IOCP socket service's select reactor,
+    // the loop's one.
+    auto& impl = detail::socket_implementation_of<Stream>::get(stream);
+    watch->watch(asio::use_service<asio::detail::select_reactor>(context()),
+        impl.socket_, impl.reactor_data_);
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
     stream.async_wait(Stream::wait_error,
         watch_handler{this, id, std::move(signal)});
     w.watch = watch;

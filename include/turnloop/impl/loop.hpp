@@ -124,7 +124,7 @@ template <typename Function>
 void loop::basic_executor_type<Allocator, Bits>::execute(Function&& f) const
 {
   detail::loop_core& core = context_ptr()->core_;
-  if ((bits() & blocking_never) == 0 && core.running_in_this_thread())
+  if ((bits() & blocking_never) == 0 && core.runs_inline_here())
   {
     std::decay_t<Function> function(std::forward<Function>(f));
     try

@@ -8,15 +8,12 @@
 #include <turnloop/loop.hpp>
 #include <turnloop/detail/loop_of.hpp>
 #include <turnloop/detail/service_stats.hpp>
-#include <turnloop/detail/engine/turn_reactor.hpp>
 
 // The services' bodies, for header-only mode: a header of theirs may be the
 // one being included, and then these bring nothing new.
 #include <turnloop/accept.hpp>
 #include <turnloop/blocking.hpp>
 #include <turnloop/buffer_pool.hpp>
-
-#include <typeinfo>
 
 namespace turnloop {
 
@@ -48,16 +45,7 @@ TURNLOOP_DECL loop* loop_of(asio::execution_context& ctx)
   if (remembered.context == &ctx && remembered.loops_ended == ended)
     return remembered.found;
 
-  // has_service first: use_service would create a reactor in a context
-  // that has none (a thread_pool, say). The reactor's exact type, not a
-  // dynamic_cast (which walked the class hierarchy comparing type names,
-  // about 600 instructions a call): only a loop installs a turn_reactor,
-  // and nothing derives from it.
-  using detail::reactor_task;
-  if (!asio::has_service<reactor_task>(ctx))
-    return nullptr;
-  reactor_task& reactor = asio::use_service<reactor_task>(ctx);
-  if (typeid(reactor) != typeid(turn_reactor))
+  if (!is_loop(ctx))
     return nullptr;
   loop* l = &static_cast<loop&>(ctx);
   remembered = {&ctx, l, ended};

@@ -32,7 +32,6 @@
 #include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/detail/uring/uring_recv_op.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
-#include <turnloop/detail/engine/turn_reactor.hpp>
 #include <turnloop/detail/remote_refusal.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 
@@ -136,7 +135,15 @@ public:
   void operator()(const error_code& ec)
   {
     if (ec)
+    {
+      // A stream closed while the read waited: operation_aborted, as the
+      // reactors and Windows report it, whatever the system says (under
+      // Wine the zero-byte receive ends with system error 676).
+      if constexpr (requires { stream_->is_open(); })
+        if (!stream_->is_open())
+          return complete(asio::error::operation_aborted, buffer_lease());
       return complete(ec, buffer_lease());
+    }
     // A buffer is minted only for data: without a free one, a socket can
     // tell its end of stream or error first, as the reactor's read does.
     // (A descriptor that is not a socket reads as data.)
@@ -208,7 +215,7 @@ public:
       bool& needs_buffer) noexcept
   {
     using status = asio::detail::reactor_op::status;
-    const int fd = stream_->native_handle();
+    const native_descriptor fd = stream_->native_handle();
     // A buffer is minted only for data: without a free one, a peek tells
     // first (the reactor tries a read at once, before any edge).
     if (!pool_->store_->has_free())
@@ -367,7 +374,7 @@ private:
             return complete(ec, buffer_lease()); // io_uring required
         }
         pooled_recv_op<read_pooled_op, buffer_lease>::start(std::move(*this),
-            core.reactor(), impl.socket_, impl.reactor_data_,
+            core, impl.socket_, impl.reactor_data_,
             core.running_in_this_thread());
         return;
       }

@@ -48,6 +48,8 @@
 #include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/handler_work.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/socket_ops.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/socket_types.hpp)
 
 #include <cerrno>
 #include <concepts>
@@ -55,8 +57,6 @@
 #include <new>
 #include <optional>
 #include <utility>
-
-#include <sys/socket.h>
 
 namespace turnloop {
 
@@ -137,10 +137,12 @@ private:
   {
     if (!acceptor_->is_open())
       return asio::error::operation_aborted;
+    // Asio's getsockopt: POSIX's and Winsock's differ in their types.
     int error = 0;
-    socklen_t size = sizeof(error);
-    if (::getsockopt(acceptor_->native_handle(), SOL_SOCKET, SO_ERROR,
-          &error, &size) == 0 && error != 0)
+    std::size_t size = sizeof(error);
+    error_code ec;
+    if (asio::detail::socket_ops::getsockopt(acceptor_->native_handle(), 0,
+          SOL_SOCKET, SO_ERROR, &error, &size, ec) == 0 && error != 0)
       return error_code(error,
           asio::error::get_system_category());
     return asio::error::invalid_argument;

@@ -2,12 +2,19 @@
 // turnloop/detail/engine/loop_core.hpp
 //
 // The turn engine behind turnloop::loop. doc/design.md explains the shape:
-// the loop derives from io_context and runs *inside* Asio's scheduler. Its
+// the loop derives from io_context and runs *inside* io_context's
+// implementation (Asio's scheduler, or on Windows its IOCP context). Its
 // own handlers live in two queues (an unsynchronised one for the loop thread,
 // a lock-free one for other threads) and are run in batches by one static
-// scheduler operation, the "turn". The reactor is Asio's epoll reactor with
-// one virtual function overridden (turn_reactor), which is how the loop knows
-// when it is about to block and so whom a cross-thread post must wake.
+// scheduler operation, the "turn". What differs by platform is how the turn
+// is queued and how a cross-thread post wakes the loop, each in a file of its
+// own (TURNLOOP_HAS_IOCP_ENGINE, detail/platform.hpp):
+// - impl/loop_core_reactor.ipp (POSIX): the reactor is Asio's with one
+//   virtual function overridden (turn_reactor), which is how the loop knows
+//   when it is about to block and so whom a cross-thread post must wake;
+// - impl/loop_core_iocp.ipp (Windows): the turn is a packet on the I/O
+//   completion port, and a cross-thread post that finds none queued posts
+//   one, which is the wake (turn_iocp.hpp holds the loop's service there).
 //
 
 #ifndef TURNLOOP_DETAIL_ENGINE_LOOP_CORE_HPP
@@ -23,9 +30,11 @@
 #include <turnloop/detail/engine/turn_source.hpp>
 
 #include <turnloop/detail/asio.hpp>
-#include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
-#include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
-#include TURNLOOP_ASIO_HEADER(detail/scheduler_operation.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/operation.hpp)
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include TURNLOOP_ASIO_HEADER(detail/op_queue.hpp)
+# include TURNLOOP_ASIO_HEADER(detail/scheduler.hpp)
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
 #include TURNLOOP_ASIO_HEADER(io_context.hpp)
 
 #include <atomic>
@@ -40,7 +49,9 @@ struct loop_stats;
 
 namespace detail {
 
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
 class turn_reactor;
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 class loop_core
 {
@@ -49,8 +60,11 @@ public:
   loop_core(const loop_core&) = delete;
   loop_core& operator=(const loop_core&) = delete;
 
-  /// Installs the reactor and the scheduler's task. Called from the loop's
-  /// constructor body, before any I/O object can exist.
+  /// Installs the engine's service in the context: the reactor and the
+  /// scheduler's task (POSIX), or the service that marks the context as a
+  /// loop and gives its work back before the IOCP context shuts down
+  /// (Windows). Called from the loop's constructor body, before any I/O
+  /// object can exist.
   TURNLOOP_DECL void start();
 
   const config& get_config() const noexcept
@@ -69,6 +83,26 @@ public:
   TURNLOOP_THREAD_LOCAL_ACCESS static loop_core** this_thread_current() noexcept
   {
     return &current_;
+  }
+
+  /// True where execute() may run a handler inline rather than queue it: on
+  /// the loop's thread, and on the IOCP engine not once stop() is called
+  /// (the packets queued ahead of io_context's stop packet still complete,
+  /// and their handlers must wait for the next run, as on POSIX; each such
+  /// completion is counted, so that run() does not report it as run).
+  bool runs_inline_here() noexcept
+  {
+    if constexpr (has_iocp_engine)
+    {
+      if (stop_requested_.load(std::memory_order_relaxed)
+          && running_in_this_thread())
+      {
+        if (active_visits_ == 0)
+          ++deferred_completions_;
+        return false;
+      }
+    }
+    return running_in_this_thread();
   }
 
   /// True on the thread that runs this loop through loop::run() or poll()
@@ -117,7 +151,7 @@ public:
         scheduler_.work_started();
       return true;
     }
-    scheduler_.work_started();
+    acquire_shared_work();
     return false;
   }
 
@@ -125,12 +159,31 @@ public:
   void acquire_shared_work() noexcept
   {
     scheduler_.work_started();
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+    // Counted, so that give_back_work can return the units still held
+    // (turn_iocp.hpp); one taken after that is given back at once.
+    if (shared_units_.fetch_add(1, std::memory_order_acq_rel)
+        & shared_units_returned)
+      scheduler_.work_finished();
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
   }
 
   void release_work(bool local) noexcept
   {
-    if (stage_.load(std::memory_order_acquire) == stage::destroyed)
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+    if (!local)
+    {
+      // Unless give_back_work has returned it already, with every unit
+      // still held then.
+      if (!(shared_units_.fetch_sub(1, std::memory_order_acq_rel)
+            & shared_units_returned))
+        scheduler_.work_finished();
       return;
+    }
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
+    if (stage_.load(std::memory_order_acquire) >= stage::work_returned)
+      [[unlikely]]
+      return; // the loop's own units it has had back (give_back_work)
     if (!local)
       scheduler_.work_finished();
     else if (running_in_this_thread())
@@ -150,7 +203,8 @@ public:
   /// service calls it from its shutdown(), during ~loop).
   TURNLOOP_DECL void remove_source(turn_source& source) noexcept;
 
-  /// Marks @p source ready and wakes the loop if it is parked. Any thread.
+  /// Marks @p source ready and wakes the loop if it is parked (queues its
+  /// turn, on the IOCP engine). Any thread.
   void signal(turn_source& source) noexcept
   {
     if (!source.signalled_.load(std::memory_order_acquire)
@@ -161,12 +215,14 @@ public:
     }
   }
 
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   /// The loop's reactor, which serves its I/O objects; the loop's thread
   /// (or any thread, for what Asio lets any thread do with a reactor).
   turn_reactor& reactor() noexcept
   {
     return *reactor_;
   }
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
 
   /// The loop-wide ceilings of config::max_operations and config::max_handles,
   /// shared by every service that tracks operations or handles.
@@ -208,12 +264,20 @@ public:
 
   /// Destruction, in the order ~loop needs: begin_shutdown before the
   /// services shut down, drain after, services_destroyed after destroy().
+  /// On the IOCP engine the drain comes first as well, with give_back_work,
+  /// from the engine's service (turn_iocp), whose shutdown comes last before
+  /// the IOCP context's: that waits until every unit of work is given back.
   TURNLOOP_DECL void begin_shutdown() noexcept;
   TURNLOOP_DECL bool drain() noexcept; // true if it destroyed anything
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+  TURNLOOP_DECL void give_back_work() noexcept;
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
   TURNLOOP_DECL void services_destroyed() noexcept;
 
 private:
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   friend class turn_reactor;
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
   class turn_operation;
   class visit_scope;
 
@@ -223,6 +287,7 @@ private:
     std::uint64_t visits;
     std::uint64_t handlers;
     std::uint64_t io;
+    std::uint64_t deferred;
   };
 
   // Makes the calling thread the loop's owner for one run()/poll() call, or
@@ -300,39 +365,90 @@ private:
     std::size_t previous_;
   };
 
-  enum class stage : int { running, shutting_down, destroyed };
-  enum park_state : int { awake, parked, notified };
+  // work_returned: the IOCP engine has given the context back the units
+  // the loop held (give_back_work); units taken elsewhere still count.
+  enum class stage : int { running, shutting_down, work_returned, destroyed };
 
   TURNLOOP_DECL bool acquire_owner(bool transient, bool wait) noexcept;
   TURNLOOP_DECL void post_local(operation* op) noexcept;
   TURNLOOP_DECL void post_remote(operation* op, bool reserved) noexcept;
   TURNLOOP_DECL void release_local_work_from_other_thread() noexcept;
   TURNLOOP_DECL void reconcile_released_work() noexcept;
-  TURNLOOP_DECL void notify() noexcept;
-  TURNLOOP_DECL void enqueue_turn() noexcept;
   TURNLOOP_DECL void visit();
   [[noreturn]] TURNLOOP_DECL void rethrow_pending_exception();
   TURNLOOP_DECL void retire_remote(std::size_t taken) noexcept;
   TURNLOOP_DECL bool has_work() const noexcept;
   TURNLOOP_DECL std::size_t run_sources(std::size_t budget);
+
+  // The engine's part (impl/loop_core_reactor.ipp, impl/loop_core_iocp.ipp):
+  // - turn_queued(): the turn is in the scheduler's queue (loop thread);
+  // - enqueue_turn(): queues it (the loop thread; on the IOCP engine, any
+  //   thread, and only if no other thread just did);
+  // - enqueue_turn_for_nested_run(): queues it where a run() nested in one
+  //   of the loop's handlers finds it;
+  // - turn_taken(): the context's shutdown destroyed the queued turn;
+  // - visit_started(): a visit took the turn;
+  // - visit_ended(): the outermost visit is over, or suspended by a run()
+  //   nested in one of its handlers: queue the turn again if work is left;
+  // - notify(): something was queued for the loop from another thread, or
+  //   a source signalled: wake it if it waits;
+  // - fill_engine_stats(): the counters only one engine keeps.
+  TURNLOOP_DECL void enqueue_turn() noexcept;
+  TURNLOOP_DECL void enqueue_turn_for_nested_run() noexcept;
+  TURNLOOP_DECL void notify() noexcept;
+  TURNLOOP_DECL void fill_engine_stats(loop_stats& s) const noexcept;
+  TURNLOOP_DECL void visit_started() noexcept;
+  TURNLOOP_DECL void visit_ended(bool for_nested_run) noexcept;
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+  // The turn's state (turn_state_): no packet and no visit; its packet is
+  // in the completion port (or about to be); a visit runs, and looks for
+  // work when it ends.
+  enum turn_state : unsigned char { turn_idle, turn_in_port, turn_visiting };
+
+  bool turn_queued() const noexcept
+  {
+    return turn_state_.load(std::memory_order_relaxed) == turn_in_port;
+  }
+
+  void turn_taken() noexcept
+  {
+    turn_state_.store(turn_idle, std::memory_order_relaxed);
+  }
+
+  TURNLOOP_DECL bool has_work_for_a_visit() const noexcept;
+#else // defined(TURNLOOP_HAS_IOCP_ENGINE)
+  enum park_state : int { awake, parked, notified };
+
+  bool turn_queued() const noexcept
+  {
+    return in_queue_;
+  }
+
+  void turn_taken() noexcept
+  {
+    in_queue_ = false;
+  }
+
   TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   TURNLOOP_DECL bool prepare_to_park(long& usec) noexcept;
   TURNLOOP_DECL void after_reactor_run(bool parked_here) noexcept;
-#if defined(TURNLOOP_HEADER_ONLY)
+# if defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_DECL void take_arrivals() noexcept; // inline: noinline would clash
-#else // defined(TURNLOOP_HEADER_ONLY)
+# else // defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_NOINLINE void take_arrivals() noexcept;
-#endif // defined(TURNLOOP_HEADER_ONLY)
+# endif // defined(TURNLOOP_HEADER_ONLY)
   TURNLOOP_DECL bool completes_io_here() const noexcept;
   TURNLOOP_DECL void complete_io(asio::detail::op_queue<
       asio::detail::scheduler_operation>& ready);
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
   // What this thread's run()/poll() calls have done, less what calls nested
   // in their handlers did: as in io_context, a nested call's handlers count
   // for it alone.
   progress progress_now() const noexcept
   {
     return {visits_ - nested_.visits, handlers_run_ - nested_.handlers,
-      io_completions_ - nested_.io};
+      io_completions_ - nested_.io,
+      deferred_completions_ - nested_.deferred};
   }
 
   TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
@@ -342,25 +458,35 @@ private:
   static inline thread_local loop_core* current_ = nullptr;
 
   asio::io_context& owner_;
-  asio::detail::scheduler& scheduler_;
+  // io_context's implementation: Asio's scheduler, or its IOCP context.
+  asio::detail::io_context_impl& scheduler_;
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   turn_reactor* reactor_ = nullptr;
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
   const config config_;
 
   // Loop-thread state: touched only by the thread that owns the loop.
   op_list local_;
   node_cache node_cache_;
   long local_work_ = 0;
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   bool in_queue_ = false;          // turn_op_ is in the scheduler's queue
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
   unsigned active_visits_ = 0;     // visits on the stack, not suspended
   std::size_t visit_limit_;
   std::exception_ptr pending_exception_;
   std::uint64_t handlers_run_ = 0;
   std::uint64_t io_completions_ = 0;
+  // Operations of the context that ran but queued their handler (IOCP
+  // engine, after stop(): runs_inline_here).
+  std::uint64_t deferred_completions_ = 0;
   std::uint64_t turns_ = 0;
   std::uint64_t visits_ = 0;
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   std::uint64_t reactor_runs_ = 0;
   std::uint64_t epoll_skips_ = 0; // reactor steps with no epoll_wait
   std::uint64_t parks_ = 0;
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
   progress nested_{};              // done by nested run()/poll() calls
   std::size_t local_high_water_ = 0;
   std::size_t remote_high_water_ = 0; // sampled by the loop, see retire_remote
@@ -369,7 +495,19 @@ private:
   remote_queue remote_;
   alignas(64) std::atomic<std::size_t> remote_pending_{0};
   std::atomic<long> remote_released_work_{0};
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+  // Whoever sets turn_in_port posts the packet, so there is at most one;
+  // while a visit runs (turn_visiting) nobody posts it from another thread.
+  std::atomic<unsigned char> turn_state_{turn_idle};
+  // The units taken through acquire_shared_work (tracked executors made off
+  // the loop thread included) and not yet released, with
+  // shared_units_returned set once give_back_work has returned them.
+  static constexpr std::uint64_t shared_units_returned =
+    std::uint64_t(1) << 62;
+  std::atomic<std::uint64_t> shared_units_{0};
+#else // defined(TURNLOOP_HAS_IOCP_ENGINE)
   std::atomic<int> park_state_{awake};
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
   std::atomic<const void*> owner_thread_{nullptr};
   std::atomic<bool> stop_requested_{false};
   std::atomic<stage> stage_{stage::running};
@@ -380,19 +518,21 @@ private:
   ceiling operations_;
   ceiling handles_;
 
+  // Asio's operation: a scheduler_operation, or on Windows an OVERLAPPED
+  // (win_iocp_operation), posted as it is again and again without a reset.
   class turn_operation final
-    : public asio::detail::scheduler_operation
+    : public asio::detail::operation
   {
   public:
     explicit turn_operation(loop_core& core) noexcept
-      : scheduler_operation(&turn_operation::do_complete),
+      : asio::detail::operation(&turn_operation::do_complete),
         core_(core)
     {
     }
 
   private:
     TURNLOOP_DECL static void do_complete(void* owner,
-        scheduler_operation* base, const error_code&,
+        asio::detail::operation* base, const error_code&,
         std::size_t);
 
     loop_core& core_;
@@ -400,6 +540,10 @@ private:
 
   turn_operation turn_op_{*this};
 };
+
+/// True if @p ctx is a turnloop::loop: it holds the engine's service (the
+/// turn_reactor, or on Windows turn_iocp), which only a loop installs.
+TURNLOOP_DECL bool is_loop(asio::execution_context& ctx) noexcept;
 
 } // namespace detail
 } // namespace turnloop

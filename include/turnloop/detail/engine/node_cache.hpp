@@ -24,6 +24,13 @@
 
 #include <turnloop/detail/config.hpp>
 
+#if defined(_WIN32)
+# include <turnloop/detail/asio.hpp>
+// Winsock's headers before windows.h, as Asio includes them: windows.h
+// first would bring in the old winsock.h.
+# include TURNLOOP_ASIO_HEADER(detail/socket_types.hpp)
+#endif // defined(_WIN32)
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -72,15 +79,53 @@ struct thread_node_cache
   }
 };
 
-inline thread_local thread_node_cache this_thread_node_cache;
+#if defined(_WIN32)
+// Windows: the cache is on the heap, found through a fiber-local slot whose
+// callback frees it when the thread (or fiber) ends. Not a thread_local with
+// a destructor: MinGW-w64's GCC 12 has no native TLS, and its emulated TLS
+// frees a thread's variables before their destructors run at thread exit
+// (a winpthreads key destructor each, emutls's first), so ~thread_node_cache
+// read freed memory, which other threads' allocations had reused: a garbage
+// pointer, or a cycle, in the lists it freed. The callback is given the
+// cache's address, not read from thread-local storage.
+inline void NTAPI free_thread_node_cache(void* cache) noexcept
+{
+  delete static_cast<thread_node_cache*>(cache);
+}
 
+inline DWORD thread_node_cache_slot() noexcept
+{
+  static const DWORD slot = ::FlsAlloc(&free_thread_node_cache);
+  return slot;
+}
+
+/// This thread's cache, or null if Windows gives it none (no slot left, or
+/// no memory): the thread then allocates without one.
+inline thread_node_cache* this_thread_node_cache() noexcept
+{
+  const DWORD slot = thread_node_cache_slot();
+  if (slot == FLS_OUT_OF_INDEXES)
+    return nullptr;
+  if (void* cache = ::FlsGetValue(slot))
+    return static_cast<thread_node_cache*>(cache);
+  thread_node_cache* cache = new (std::nothrow) thread_node_cache;
+  if (cache && !::FlsSetValue(slot, cache))
+  {
+    delete cache;
+    return nullptr;
+  }
+  return cache;
+}
+#else // defined(_WIN32)
 /// This thread's cache, through a call where that matters
 /// (TURNLOOP_THREAD_LOCAL_ACCESS: a coroutine that posts, moves to another
 /// thread and posts again must use that thread's cache).
-TURNLOOP_THREAD_LOCAL_ACCESS inline thread_node_cache& this_thread_cache() noexcept
+TURNLOOP_THREAD_LOCAL_ACCESS inline thread_node_cache* this_thread_node_cache() noexcept
 {
-  return this_thread_node_cache;
+  static thread_local thread_node_cache cache;
+  return &cache;
 }
+#endif // defined(_WIN32)
 
 class node_cache
 {
@@ -140,7 +185,10 @@ public:
     if constexpr (Bytes <= largest)
     {
       constexpr std::size_t c = class_of(Bytes);
-      thread_node_cache& t = this_thread_cache();
+      thread_node_cache* cache = this_thread_node_cache();
+      if (!cache) [[unlikely]]
+        return ::operator new(rounded(Bytes));
+      thread_node_cache& t = *cache;
       if (!t.heads[c])
       {
         // Take every batch in the slot, chained into one list.

@@ -32,7 +32,10 @@ public:
   void push(operation* op) noexcept
   {
     op->next_.store(nullptr, std::memory_order_relaxed);
-    operation* prev = head_.exchange(op, std::memory_order_acq_rel);
+    // Sequentially consistent (the same instruction as acq_rel on x86-64),
+    // so that a loop that fences after its own handshake sees the push
+    // begun (maybe_nonempty) if it sees the count.
+    operation* prev = head_.exchange(op, std::memory_order_seq_cst);
     prev->next_.store(op, std::memory_order_release);
   }
 

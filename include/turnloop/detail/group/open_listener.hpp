@@ -9,13 +9,13 @@
 #define TURNLOOP_DETAIL_GROUP_OPEN_LISTENER_HPP
 
 #include <turnloop/detail/config.hpp>
+#include <turnloop/detail/platform.hpp>
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(detail/socket_option.hpp)
+#include TURNLOOP_ASIO_HEADER(detail/socket_types.hpp)
 #include TURNLOOP_ASIO_HEADER(socket_base.hpp)
 
 #include <string>
-
-#include <sys/socket.h>
 
 namespace turnloop {
 namespace detail {
@@ -35,7 +35,10 @@ using balanced_reuse_port = asio::detail::socket_option::boolean<
 
 /// Opens @p acceptor for @p endpoint's protocol with SO_REUSEADDR (and the
 /// balancing SO_REUSEPORT if @p reuse_port, where the platform has it: the
-/// caller refuses otherwise), binds and listens.
+/// caller refuses otherwise), binds and listens. On Windows without
+/// SO_REUSEADDR: there it lets a socket bind a port another socket is
+/// listening on (when both set it), so a port in use would not be refused;
+/// and a listener binds a port with connections in TIME_WAIT without it.
 /// @throws system_error whose message is @p who, the step
 /// that failed and @p where.
 template <typename Acceptor>
@@ -46,11 +49,13 @@ void open_listener(Acceptor& acceptor,
   error_code ec;
   const char* step = "open";
   acceptor.open(endpoint.protocol(), ec);
+#if !defined(TURNLOOP_HAS_WINSOCK)
   if (!ec)
   {
     step = "setsockopt(SO_REUSEADDR)";
     acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   }
+#endif // !defined(TURNLOOP_HAS_WINSOCK)
 #if defined(TURNLOOP_HAS_BALANCED_REUSEPORT)
   if (!ec && reuse_port)
   {

@@ -11,11 +11,16 @@
 
 #include <turnloop/detail/config.hpp>
 #include <turnloop/detail/pool/buffer_store.hpp>
+#include <turnloop/detail/pool/descriptor_read.hpp>
 #include <turnloop/detail/operation_unit.hpp>
 #include <turnloop/detail/slot_table.hpp>
 
 #include <turnloop/detail/asio.hpp>
+#include <turnloop/detail/platform.hpp>
 #include TURNLOOP_ASIO_HEADER(cancellation_signal.hpp)
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include <turnloop/detail/pool/iocp_watch_signal.hpp>
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 #include <utility>
 
@@ -27,6 +32,15 @@ namespace turnloop {
 class buffer_lease;
 
 namespace detail {
+
+/// The signal that ends a pooled read's watch: Asio's, or on the IOCP
+/// engine one that cancels the watch where Asio queued it
+/// (iocp_watch_signal.hpp).
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+using watch_signal = iocp_watch_signal;
+#else // defined(TURNLOOP_HAS_IOCP_ENGINE)
+using watch_signal = asio::cancellation_signal;
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 /// A waiting operation with its handler's type erased, allocated with the
 /// handler's associated allocator as Asio allocates its own operations (so a
@@ -98,9 +112,10 @@ struct buffer_waiter
   /// and it knows the operation by its slot's address, which must not be a
   /// later waiter's meanwhile. Null once the watch has completed, or while
   /// there is none.
-  asio::cancellation_signal* watch = nullptr;
+  watch_signal* watch = nullptr;
   bool watched = false;
-  int descriptor = -1; // the read's stream, for a probe when the watch fires
+  // The read's stream, for a probe when the watch fires.
+  native_descriptor descriptor = asio::detail::invalid_socket;
 };
 
 } // namespace detail

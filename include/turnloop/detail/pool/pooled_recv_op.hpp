@@ -16,8 +16,9 @@
 // The reactor and the socket's registration are Asio internals: they are
 // reached only when the socket's implementation is the reactor's (see
 // reactor_socket), else a pooled read uses async_wait. With Asio's io_uring
-// backend there is no reactor (TURNLOOP_REACTOR_NAME "io_uring",
-// detail/platform.hpp): every pooled read uses async_wait.
+// backend, and on Windows (IOCP), no reactor serves sockets
+// (TURNLOOP_HAS_SOCKET_REACTOR undefined, detail/platform.hpp): every
+// pooled read uses async_wait, which on Windows is a zero-byte WSARecv.
 //
 
 #ifndef TURNLOOP_DETAIL_POOL_POOLED_RECV_OP_HPP
@@ -25,11 +26,16 @@
 
 #include <turnloop/detail/config.hpp>
 
+#if defined(TURNLOOP_HAS_SOCKET_REACTOR)
+# include <turnloop/detail/engine/loop_core.hpp>
+# include <turnloop/detail/engine/turn_reactor.hpp>
+#endif // defined(TURNLOOP_HAS_SOCKET_REACTOR)
+
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(cancellation_type.hpp)
-#if !defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if defined(TURNLOOP_HAS_SOCKET_REACTOR)
 # include TURNLOOP_ASIO_HEADER(detail/reactor.hpp)
-#endif // !defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#endif // defined(TURNLOOP_HAS_SOCKET_REACTOR)
 #include TURNLOOP_ASIO_HEADER(detail/handler_alloc_helpers.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/reactor_op.hpp)
@@ -57,13 +63,14 @@ struct socket_implementation_of : Stream
   }
 };
 
-#if defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#if !defined(TURNLOOP_HAS_SOCKET_REACTOR)
 
-/// No socket is a reactor's: Asio's io_uring service serves them all.
+/// No socket is a reactor's: Asio's io_uring service, or its IOCP context,
+/// serves them all.
 template <typename Stream>
 concept reactor_socket = false;
 
-#else // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#else // !defined(TURNLOOP_HAS_SOCKET_REACTOR)
 
 /// The reactor that serves sockets: epoll, kqueue, /dev/poll or select.
 using socket_reactor = asio::detail::reactor;
@@ -129,12 +136,13 @@ public:
   {
   }
 
-  /// Queues @p handler's read on the reactor's registration of @p data.
-  /// Only on the loop's thread may the reactor try the read at once
-  /// (@p speculative): the pool belongs to that thread.
-  static void start(Handler&& handler, socket_reactor& reactor, int descriptor,
+  /// Queues @p handler's read on the registration @p data of @p core's
+  /// reactor. Only on the loop's thread may the reactor try the read at
+  /// once (@p speculative): the pool belongs to that thread.
+  static void start(Handler&& handler, loop_core& core, int descriptor,
       socket_reactor::per_descriptor_data& data, bool speculative)
   {
+    socket_reactor& reactor = core.reactor();
     // Memory and the slot's canceller first, the handler last: an
     // allocation that fails leaves the handler with the caller.
     auto slot = handler.get_cancellation_slot();
@@ -184,7 +192,7 @@ private:
   bool needs_buffer_ = false;
 };
 
-#endif // defined(TURNLOOP_ASIO_HAS_IO_URING_AS_DEFAULT)
+#endif // !defined(TURNLOOP_HAS_SOCKET_REACTOR)
 
 } // namespace detail
 } // namespace turnloop

@@ -15,41 +15,31 @@
 #define TURNLOOP_DETAIL_BLOCKING_IMPL_BLOCKING_POOL_IPP
 
 #include <turnloop/detail/blocking/blocking_pool.hpp>
+#include <turnloop/detail/blocking/detached_thread.hpp>
 #include <turnloop/detail/engine/loop_core.hpp>
+
+#include <turnloop/detail/asio.hpp>
+#include TURNLOOP_ASIO_HEADER(detail/signal_blocker.hpp)
 
 #include <algorithm>
 #include <cassert>
-#include <csignal>
-
-#include <pthread.h>
 
 namespace turnloop {
 namespace detail {
 
 // The pool's threads start with every signal blocked, as Asio's own threads
-// do, so that a process signal reaches a thread that expects it.
+// do, so that a process signal reaches a thread that expects it. Asio's
+// blocker does what POSIX threads need, and nothing where threads have no
+// signal mask (Windows).
 class blocking_pool::signals_blocked
 {
 public:
-  signals_blocked() noexcept
-  {
-    sigset_t all;
-    sigfillset(&all);
-    blocked_ = ::pthread_sigmask(SIG_BLOCK, &all, &previous_) == 0;
-  }
-
-  ~signals_blocked()
-  {
-    if (blocked_)
-      ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-
+  signals_blocked() noexcept = default;
   signals_blocked(const signals_blocked&) = delete;
   signals_blocked& operator=(const signals_blocked&) = delete;
 
 private:
-  sigset_t previous_;
-  bool blocked_;
+  asio::detail::signal_blocker blocker_;
 };
 
 TURNLOOP_DECL blocking_pool::blocking_pool(loop_core& core,
@@ -188,8 +178,9 @@ TURNLOOP_DECL void blocking_pool::start_long(blocking_job* job) noexcept
   try
   {
     signals_blocked blocked;
-    std::thread([self = shared_from_this(), job] { self->run_long(job); })
-      .detach();
+    start_detached_thread([self = shared_from_this(), job] {
+      self->run_long(job);
+    });
   }
   catch (...)
   {

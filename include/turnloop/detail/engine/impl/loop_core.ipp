@@ -1,12 +1,12 @@
 //
 // turnloop/detail/engine/impl/loop_core.ipp
 //
-// The turn engine. Invariants kept here:
+// The turn engine, the part both engines share; each engine's own part is
+// in loop_core_reactor.ipp (POSIX) or loop_core_iocp.ipp (Windows),
+// included at the end. Invariants kept here:
 // - local_ is non-empty only while turn_op_ is queued in the scheduler or a
 //   visit is on the stack that will re-queue it; so a local post needs no
 //   lock and no atomic.
-// - turn_op_ is in the scheduler's queue at most once (in_queue_), and only
-//   the owning thread queues it or reads in_queue_.
 // - turn_op_ carries one unit of scheduler work while queued, which covers
 //   every handler in local_. Cross-thread posts are covered by one unit held
 //   while remote_pending_ is non-zero. Tracked executors made on the loop
@@ -17,14 +17,9 @@
 #define TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_IPP
 
 #include <turnloop/detail/engine/loop_core.hpp>
-#include <turnloop/detail/engine/turn_reactor.hpp>
-#include <turnloop/detail/uring/pool_ring.hpp>
 #include <turnloop/loop_stats.hpp>
 
 #include <turnloop/detail/asio.hpp>
-#include TURNLOOP_ASIO_HEADER(detail/call_stack.hpp)
-#include TURNLOOP_ASIO_HEADER(detail/scheduler_thread_info.hpp)
-#include TURNLOOP_ASIO_HEADER(detail/thread_context.hpp)
 #include TURNLOOP_ASIO_HEADER(multiple_exceptions.hpp)
 
 #include <algorithm>
@@ -44,38 +39,15 @@ inline const config& validated_config(const config& c)
 TURNLOOP_DECL loop_core::loop_core(asio::io_context& owner,
     const config& cfg)
   : owner_(owner),
-    scheduler_(asio::use_service<asio::detail::scheduler>(owner)),
+    // io_context's own implementation (use_service is specialised for it):
+    // on Windows use_service<scheduler> would make a second one, with a
+    // thread of its own.
+    scheduler_(asio::use_service<asio::detail::io_context_impl>(owner)),
     config_(validated_config(cfg)),
     visit_limit_(cfg.events_per_turn),
     operations_(cfg.max_operations),
     handles_(cfg.max_handles)
 {
-}
-
-TURNLOOP_DECL void loop_core::start()
-{
-  // io_uring required: refused at construction, not at the first read.
-  if (config_.pooled_io == io_path::io_uring)
-  {
-    int error = 0;
-    if (!pool_ring::probe(error))
-    {
-      throw system_error(error_code(error,
-            asio::error::get_system_category()),
-          "turnloop::loop: config::pooled_io is io_path::io_uring, and no "
-          "io_uring with a buffer ring can be set up here");
-    }
-  }
-
-  // The reactor must be ours before anything asks for "the reactor", and the
-  // scheduler must have it as its task from the start, so that an idle loop
-  // always blocks in epoll_wait (where a post can wake it) and never on the
-  // scheduler's condition variable.
-  // make_service registers it under its task's key (turn_reactor inherits
-  // reactor_task::id) and, from Asio 1.36, allocates it through the
-  // context's allocator.
-  reactor_ = &asio::make_service<turn_reactor>(owner_, *this);
-  reactor_->init_task();
 }
 
 // --- ownership ---------------------------------------------------------------
@@ -131,11 +103,8 @@ TURNLOOP_DECL loop_core::run_scope::run_scope(loop_core& core)
     core.active_visits_ = 0;
     // The suspended visit's remaining handlers must be reachable by the
     // nested call, which cannot see this thread's private scheduler queue.
-    if (suspended_visits_ != 0 && !core.in_queue_ && core.has_work())
-    {
-      core.in_queue_ = true;
-      core.scheduler_.do_dispatch(&core.turn_op_);
-    }
+    if (suspended_visits_ != 0)
+      core.visit_ended(true);
     return;
   }
 
@@ -164,6 +133,7 @@ TURNLOOP_DECL loop_core::run_scope::~run_scope()
     core_.nested_.visits += end.visits - start_.visits;
     core_.nested_.handlers += end.handlers - start_.handlers;
     core_.nested_.io += end.io - start_.io;
+    core_.nested_.deferred += end.deferred - start_.deferred;
   }
 }
 
@@ -200,7 +170,7 @@ TURNLOOP_DECL void loop_core::post_local(operation* op) noexcept
   local_.push_back(op);
   if (local_.size() > local_high_water_)
     local_high_water_ = local_.size();
-  if (!in_queue_ && active_visits_ == 0)
+  if (!turn_queued() && active_visits_ == 0)
     enqueue_turn();
 }
 
@@ -213,35 +183,6 @@ TURNLOOP_DECL void loop_core::post_remote(operation* op,
     scheduler_.work_started();
   remote_.push(op);
   notify();
-}
-
-TURNLOOP_DECL void loop_core::notify() noexcept
-{
-  // Only a parked loop needs a syscall; a running one finds the post at its
-  // next turn or reactor poll. The "parked" store in prepare_to_park and the
-  // increment of remote_pending_ (or remote_released_work_) before this call
-  // are sequentially consistent, so either the loop sees the count before it
-  // blocks or this load sees parked.
-  if (park_state_.load(std::memory_order_seq_cst) != parked)
-    return;
-  // Nobody runs a loop that is being destroyed, and its reactor may be gone.
-  if (stage_.load(std::memory_order_acquire) != stage::running)
-    return;
-  int expected = parked;
-  if (park_state_.compare_exchange_strong(expected, notified,
-        std::memory_order_seq_cst))
-  {
-    wakes_.fetch_add(1, std::memory_order_relaxed);
-    reactor_->interrupt();
-  }
-}
-
-TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
-{
-  // Inside the scheduler on its own thread this lands on the thread-private
-  // queue: no lock, no atomic, until the current operation returns.
-  in_queue_ = true;
-  scheduler_.post_immediate_completion(&turn_op_, false);
 }
 
 // --- work counting -------------------------------------------------------------
@@ -303,7 +244,7 @@ public:
   explicit visit_scope(loop_core& core) noexcept
     : core_(core)
   {
-    core.in_queue_ = false;
+    core.visit_started();
     ++core.active_visits_;
     ++core.visits_;
   }
@@ -313,8 +254,8 @@ public:
   ~visit_scope()
   {
     --core_.active_visits_;
-    if (core_.active_visits_ == 0 && !core_.in_queue_ && core_.has_work())
-      core_.enqueue_turn();
+    if (core_.active_visits_ == 0)
+      core_.visit_ended(false);
   }
 
   visit_scope(const visit_scope&) = delete;
@@ -325,13 +266,14 @@ private:
 };
 
 TURNLOOP_DECL void loop_core::turn_operation::do_complete(void* owner,
-    scheduler_operation* base, const error_code&, std::size_t)
+    asio::detail::operation* base, const error_code&, std::size_t)
 {
   loop_core& core = static_cast<turn_operation*>(base)->core_;
   if (!owner)
   {
-    // The scheduler is shutting down and destroys its queue.
-    core.in_queue_ = false;
+    // The scheduler is shutting down and destroys its queue (on the IOCP
+    // context, once for each packet it finds).
+    core.turn_taken();
     return;
   }
 
@@ -492,261 +434,17 @@ TURNLOOP_DECL void loop_core::remove_source(turn_source& source) noexcept
     sources_signalled_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
-{
-  // Atomics only: the caller may not own the loop. remote_pending_ is
-  // counted before a post is pushed, so it covers pushes still in progress.
-  return remote_pending_.load(std::memory_order_seq_cst) != 0
-    || remote_released_work_.load(std::memory_order_seq_cst) != 0
-    || sources_signalled_.load(std::memory_order_seq_cst) != 0;
-}
-
-// --- the reactor step ------------------------------------------------------------
-//
-// The scheduler runs the reactor on one thread at a time, so the park
-// handshake needs no loop ownership; only the loop-side bookkeeping after the
-// poll does. (When the loop is driven through io_context::run() on several
-// threads, the thread polling the reactor may not be the one running a turn.)
-
-TURNLOOP_DECL bool loop_core::prepare_to_park(long& usec) noexcept
-{
-  ++reactor_runs_;
-  if (usec == 0)
-    return false;
-  park_state_.store(parked, std::memory_order_seq_cst);
-  if (cross_thread_pending())
-  {
-    park_state_.store(awake, std::memory_order_relaxed);
-    usec = 0;
-    return false;
-  }
-  ++parks_;
-  return true;
-}
-
-TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
-{
-  // Relaxed is enough: a poster that still reads "parked" only makes one
-  // spare wake, and before blocking again prepare_to_park re-checks with a
-  // sequentially consistent handshake.
-  if (parked_here)
-    park_state_.store(awake, std::memory_order_relaxed);
-  if (remote_pending_.load(std::memory_order_relaxed) != 0
-      || remote_released_work_.load(std::memory_order_relaxed) != 0
-      || sources_signalled_.load(std::memory_order_relaxed) != 0) [[unlikely]]
-    take_arrivals();
-}
-
-TURNLOOP_DECL void loop_core::take_arrivals() noexcept
-{
-  // Apart from after_reactor_run (and never inlined into it), so that the
-  // usual run, with nothing arrived, costs a few loads and no stack frame.
-  transient_owner owner(*this, false);
-  if (!owner.owns())
-    return; // the owner's visit, when it ends, takes what has arrived
-  reconcile_released_work();
-  if (!in_queue_ && active_visits_ == 0 && has_work())
-    enqueue_turn();
-}
-
-// The epoll result Asio's scheduler hands to a completed reactor operation
-// lives in a protected member; a pointer to it, taken through a derived
-// class, may be applied to any operation.
-struct task_result_access : asio::detail::scheduler_operation
-{
-  static unsigned of(const scheduler_operation& op) noexcept
-  {
-    return op.*(&task_result_access::task_result_);
-  }
-};
-
-TURNLOOP_DECL bool loop_core::completes_io_here() const noexcept
-{
-  // Only on the loop's own thread, outside a visit, and not for run_one()
-  // or poll_one(), which must run exactly one handler.
-  return running_in_this_thread() && active_visits_ == 0 && visit_limit_ > 1;
-}
-
-TURNLOOP_DECL void loop_core::complete_io(
-    asio::detail::op_queue<asio::detail::scheduler_operation>& ready)
-{
-  // The I/O step of the turn: the operations the reactor found ready
-  // (sockets, timers) complete here, when there are no more than a turn's
-  // budget of them, instead of each taking a round trip through the
-  // scheduler's locked queue.
-  //
-  // Only operations the reactor returned: each carries a unit of work the
-  // scheduler has already counted (or none, for a descriptor with nothing
-  // completed, which compensates itself), so a handler releasing other work
-  // can never take the scheduler's count to zero under it. Operations queued
-  // while this runs (the loop's turn, speculative completions) wait in the
-  // scheduler's private queue as usual.
-  using asio::detail::scheduler_thread_info;
-  auto* this_thread = static_cast<scheduler_thread_info*>(
-      asio::detail::call_stack<asio::detail::thread_context,
-        asio::detail::thread_info_base>::contains(&scheduler_));
-  if (!this_thread)
-    return;
-
-  // Each completed operation consumes one unit of work, as the scheduler's
-  // own work_cleanup does after it completes one; a post made by the handler
-  // is still in private_outstanding_work and takes that unit over.
-  struct consume_work
-  {
-    asio::detail::scheduler& scheduler;
-    scheduler_thread_info& thread;
-    ~consume_work()
-    {
-      if (thread.private_outstanding_work > 0)
-        --thread.private_outstanding_work;
-      else
-        scheduler.work_finished();
-    }
-  };
-
-  // All or none: when more are ready than a turn's budget, every one goes
-  // through the scheduler's queue. Cutting the batch would queue the rest
-  // behind what the completed handlers queued, which on a scheduler not in
-  // one-thread mode goes straight to its shared queue, out of io_context's
-  // order (Asio 1.34, in Boost 1.87, drops io_context(1)'s hint).
-  // One ready operation (a timer chain, a ping-pong) is never too many.
-  using asio::detail::op_queue_access;
-  if (ready.front() && op_queue_access::next(ready.front()))
-  {
-    std::size_t count = 0;
-    for (auto* op = ready.front(); op && count <= config_.events_per_turn;
-        op = op_queue_access::next(op))
-      ++count;
-    if (count > config_.events_per_turn)
-      return;
-  }
-
-  static const error_code no_error;
-  for (;;)
-  {
-    asio::detail::scheduler_operation* op = ready.front();
-    if (!op || stop_requested_.load(std::memory_order_relaxed))
-      return;
-    ready.pop();
-    const unsigned result = task_result_access::of(*op);
-    ++io_completions_;
-    {
-      consume_work cleanup{scheduler_, *this_thread};
-      op->complete(&scheduler_, no_error, result);
-    }
-    this_thread->rethrow_pending_exception();
-  }
-}
-
-TURNLOOP_DECL void turn_reactor::run(long usec,
-    asio::detail::op_queue<
-      asio::detail::scheduler_operation>& ops)
-{
-  // io_context appends what the reactor returns behind the operations
-  // already queued, so ready operations may complete here only when nothing
-  // is: the scheduler passes a zero timeout whenever its queue is not empty
-  // (or it only polls), an interrupt since the last run means another thread
-  // queued something after the scheduler looked, and `ops` holds what this
-  // thread queued (the loop's turn, after a cross-thread post). The flag is
-  // cleared once this run has looked at it, not before the wait, so an
-  // interrupt between the scheduler's look and the wait is not lost.
-  const bool nothing_queued = usec != 0;
-  const bool parked_here = core_.prepare_to_park(usec);
-  if (!nothing_queued || !core_.completes_io_here())
-  {
-    wait(usec, ops);
-    interrupted_.store(false, std::memory_order_relaxed);
-    core_.after_reactor_run(parked_here);
-    return;
-  }
-
-  asio::detail::op_queue<asio::detail::scheduler_operation> ready;
-  wait(usec, ready);
-  core_.after_reactor_run(parked_here);
-  // Read before it is cleared: the usual run was not interrupted, and a
-  // plain load costs no locked instruction.
-  const bool interrupted = interrupted_.load(std::memory_order_acquire)
-    && interrupted_.exchange(false, std::memory_order_acquire);
-  if (interrupted || !ops.empty())
-  {
-    ops.push(ready);
-    return;
-  }
-  // What a throwing handler or a stop() leaves is handed to the scheduler,
-  // ahead of what the completed handlers queued (`ops` is empty when they
-  // start; as on io_context, where every returned operation is queued before
-  // any of them runs) and of the next reactor run, as epoll_reactor requires.
-  // A catch, not a guard object: the usual run, every one completed, then
-  // costs no destructor call.
-  try
-  {
-    core_.complete_io(ready);
-  }
-  catch (...)
-  {
-    hand_over(ready, ops);
-    throw;
-  }
-  if (!ready.empty())
-    hand_over(ready, ops);
-}
-
-TURNLOOP_DECL void turn_reactor::hand_over(reactor_hook::op_queue& ready,
-    reactor_hook::op_queue& ops) noexcept
-{
-  reactor_hook::op_queue queued_since;
-  queued_since.push(ops);
-  ops.push(ready);
-  ops.push(queued_since);
-}
-
-TURNLOOP_DECL void turn_reactor::wait_with_hook(long usec,
-    reactor_hook::op_queue& ops)
-{
-  // Completions the hook hands over now must not wait behind a blocking
-  // wait; the loop is then not parked, and a spare wake costs nothing.
-  // With them in hand, the epoll poll may wait for the next step: every
-  // other step polls at least, so epoll's sockets and timers wait one step
-  // at most, and a turn of the ring's I/O costs one system call, not two.
-  const bool ring_ready = hook_->before_wait(ops, usec != 0);
-  if (hook_->waits_itself())
-  {
-    // The ring watches epoll's descriptor: its wait is the step's one
-    // blocking call, and epoll is polled only when it has events.
-    if (!ring_ready && usec != 0)
-      hook_->wait(usec, ops);
-    if (hook_->reactor_ready())
-      reactor_task::run(0, ops);
-    else
-      ++core_.epoll_skips_;
-    return;
-  }
-  if (ring_ready && polled_last_)
-  {
-    polled_last_ = false;
-    ++core_.epoll_skips_;
-    return;
-  }
-  polled_last_ = true;
-  reactor_task::run(ring_ready ? 0 : usec, ops);
-  hook_->after_wait(ops);
-}
-
-TURNLOOP_DECL void turn_reactor::interrupt()
-{
-  interrupted_.store(true, std::memory_order_release);
-  reactor_task::interrupt();
-}
-
 // --- driving -------------------------------------------------------------------
 
 TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
     const progress& before) const noexcept
 {
   // The scheduler counts a visit as one operation and does not see I/O
-  // completed in the reactor step; report handlers instead.
+  // completed in the reactor step; report handlers instead. An operation
+  // whose handler was queued, not run, is not one.
   const progress now = progress_now();
-  const std::uint64_t visits = now.visits - before.visits;
+  const std::uint64_t visits = now.visits - before.visits
+    + (now.deferred - before.deferred);
   const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
   return static_cast<std::size_t>(others + (now.handlers - before.handlers)
       + (now.io - before.io));
@@ -817,9 +515,7 @@ TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
   s.handlers_run = handlers_run_;
   s.io_completions = io_completions_;
   s.turns = turns_;
-  s.reactor_runs = reactor_runs_;
-  s.epoll_waits = reactor_runs_ - epoll_skips_;
-  s.os_waits = parks_;
+  fill_engine_stats(s);
   s.wakes = wakes_.load(std::memory_order_relaxed);
   s.local_queued = local_.size();
   s.local_queued_high_water = local_high_water_;
@@ -866,10 +562,18 @@ TURNLOOP_DECL bool loop_core::drain() noexcept
 TURNLOOP_DECL void loop_core::services_destroyed() noexcept
 {
   stage_.store(stage::destroyed, std::memory_order_release);
+#if !defined(TURNLOOP_HAS_IOCP_ENGINE)
   reactor_ = nullptr;
+#endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
 }
 
 } // namespace detail
 } // namespace turnloop
+
+#if defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include <turnloop/detail/engine/impl/loop_core_iocp.ipp>
+#else // defined(TURNLOOP_HAS_IOCP_ENGINE)
+# include <turnloop/detail/engine/impl/loop_core_reactor.ipp>
+#endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
 
 #endif // TURNLOOP_DETAIL_ENGINE_IMPL_LOOP_CORE_IPP

@@ -1,6 +1,8 @@
 //
 // turnloop/detail/pool/impl/descriptor_read.ipp
 //
+// POSIX's calls (descriptor_read_winsock.ipp has Winsock's).
+//
 
 #ifndef TURNLOOP_DETAIL_POOL_IMPL_DESCRIPTOR_READ_IPP
 #define TURNLOOP_DETAIL_POOL_IMPL_DESCRIPTOR_READ_IPP
@@ -19,8 +21,8 @@
 namespace turnloop {
 namespace detail {
 
-TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
-    std::size_t size, error_code& ec) noexcept
+TURNLOOP_DECL std::size_t read_nonblocking(native_descriptor fd, bool socket,
+    void* data, std::size_t size, error_code& ec) noexcept
 {
   for (;;)
   {
@@ -53,7 +55,7 @@ TURNLOOP_DECL std::size_t read_nonblocking(int fd, bool socket, void* data,
   }
 }
 
-TURNLOOP_DECL unread probe_unread(int fd,
+TURNLOOP_DECL unread probe_unread(native_descriptor fd,
     error_code& ec) noexcept
 {
   for (;;)
