@@ -40,9 +40,6 @@ COMPILER = None  # --compiler: clang or clang-libc++ (None: g++)
 REACTOR = None  # --reactor: select or asio-io-uring (None: epoll)
 WINDOWS = False  # --windows: MinGW-w64 programs, run under Wine
 WINE = [os.path.join(ROOT, "test", "wine.sh")]
-# What runs under Wine: the programs bench/Jamfile builds for Windows, and
-# no allocation counts (glibc's allocator is what they interpose).
-WINDOWS_PROGRAMS = ("post", "timers", "tcp")
 # Under Wine every PostQueuedCompletionStatus and socket call goes through
 # wineserver (io_context's chained post measured about 10k posts/s here):
 # the Windows runs are these workloads, at these sizes. --only picks among
