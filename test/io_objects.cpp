@@ -4,9 +4,13 @@
 // turnloop/io_objects.hpp: each name is Asio's own class template with the
 // loop's executor (or, through io_objects<E>, any executor's), and each
 // object's completions run in the loop's turns: on its thread, inside its
-// run(), also when the loop is driven through its io_context base (where a
-// completion reaches the loop's queue first). The same code, written once
-// over io_objects_for<Context>, runs on io_context too.
+// run(). Driven through its io_context base, the loop's scheduler runs them
+// where it runs any operation, on the thread calling io_context::run(), as
+// io_context runs its own objects' (detail/loop_handler_work.hpp). The same
+// code, written once over io_objects_for<Context>, runs on io_context too.
+// Then what typing saves: the completion calls the handler in place and
+// holds no unit of the loop's work (Asio's handler_work), unless the
+// handler's own executor is another loop's.
 //
 
 #include <turnloop/io_objects.hpp>
@@ -38,29 +42,43 @@ namespace {
 
 // The ways a test runs its context: a loop's own run(), a loop driven
 // through io_context::run() (its io_context base), and io_context.
+// in_turn(c): the calling thread is where the way runs completions.
 struct loop_run
 {
   using context = turnloop::loop;
   static void run(context& c) { c.run(); }
+  static bool in_turn(context& c)
+  {
+    return c.get_executor().running_in_this_thread();
+  }
 };
 
 struct loop_through_io_context
 {
   using context = turnloop::loop;
   static void run(context& c) { static_cast<asio::io_context&>(c).run(); }
+  static bool in_turn(context& c)
+  {
+    return static_cast<asio::io_context&>(c).get_executor()
+      .running_in_this_thread();
+  }
 };
 
 struct io_context_run
 {
   using context = asio::io_context;
   static void run(context& c) { c.run(); }
+  static bool in_turn(context& c)
+  {
+    return c.get_executor().running_in_this_thread();
+  }
 };
 
 using ways = std::tuple<loop_run, loop_through_io_context, io_context_run>;
 
 // Where the completions ran: each must run on the thread running the
-// context, inside the run() below (for a loop: in a turn, the only place
-// where its executor's running_in_this_thread() is true).
+// context, inside the run() below (for a loop's own run(): in a turn, the
+// only place where its executor's running_in_this_thread() is true).
 template <typename Way>
 struct sightings
 {
@@ -75,7 +93,7 @@ struct sightings
   void saw()
   {
     ++seen;
-    if (in_run && ctx.get_executor().running_in_this_thread())
+    if (in_run && Way::in_turn(ctx))
       ++in_turn;
   }
 
@@ -418,7 +436,7 @@ BOOST_AUTO_TEST_CASE(the_names_spelled_for_io_context_are_asios_on_its_executor)
 }
 
 // The loop's typed objects call their handlers in place, as io_context's
-// do (turnloop/detail/handler_work.hpp): an exception leaves run() as it
+// do (turnloop/detail/loop_handler_work.hpp): an exception leaves run() as it
 // does there, and run() goes on afterwards.
 BOOST_AUTO_TEST_CASE(an_exception_from_a_typed_completion_leaves_run_and_the_loop_goes_on)
 {
@@ -433,6 +451,39 @@ BOOST_AUTO_TEST_CASE(an_exception_from_a_typed_completion_leaves_run_and_the_loo
   l.restart();
   l.run();
   BOOST_TEST(later_ran);
+}
+
+// Typed on the loop's executor, an operation carries no unit of the loop's
+// work and its completion is the handler's call: one scheduler operation of
+// io_context::run_one(), as on io_context. Typed on any_io_executor, the
+// completion goes through the loop's executor, which (not in a turn of the
+// loop's own) queues the handler for the next call.
+BOOST_AUTO_TEST_CASE(a_typed_completion_calls_its_handler_in_place_holding_no_work)
+{
+  turnloop::loop l;
+
+  bool typed_ran = false;
+  turnloop::steady_timer typed(l, 0ms);
+  typed.async_wait([&](error_code ec) { BOOST_TEST(!ec); typed_ran = true; });
+  asio::io_context& base = l;
+  BOOST_TEST(base.run_one() == 1u);
+  BOOST_TEST(typed_ran);
+
+  base.restart(); // out of work once the typed wait was done
+  bool stock_ran = false;
+  asio::steady_timer stock(l, 0ms);
+  stock.async_wait([&](error_code ec) { BOOST_TEST(!ec); stock_ran = true; });
+  BOOST_TEST(base.run_one() == 1u);
+  BOOST_TEST(!stock_ran);
+  base.run();
+  BOOST_TEST(stock_ran);
+
+  // Asio's bookkeeping for each (a tracked copy given back makes a loop
+  // with no other work stop, as io_context's does: hence last).
+  BOOST_TEST(!asio::detail::handler_work_base<executor>(0, 0,
+        l.get_executor()).owns_work());
+  BOOST_TEST(asio::detail::handler_work_base<asio::any_io_executor>(0, 0,
+        asio::any_io_executor(l.get_executor())).owns_work());
 }
 
 // A handler bound to another loop keeps that loop running until the

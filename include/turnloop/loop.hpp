@@ -649,6 +649,7 @@ bool operator!=(const asio::strand<typename loop::basic_executor_type<
 } // namespace turnloop
 
 #include <turnloop/detail/io_context_work_guard.hpp>
+#include <turnloop/detail/loop_handler_work.hpp>
 #include <turnloop/impl/loop.hpp>
 #if defined(TURNLOOP_HEADER_ONLY)
 # include <turnloop/impl/loop.ipp>

@@ -19,6 +19,7 @@
 #include TURNLOOP_ASIO_HEADER(detail/memory.hpp)
 
 #include <turnloop/detail/foreign_delivery.hpp>
+#include <turnloop/detail/loop_operation_work.hpp>
 #if defined(TURNLOOP_HAS_IOCP_ENGINE)
 # include <turnloop/detail/pool/pooled_recv_op.hpp>
 #endif // defined(TURNLOOP_HAS_IOCP_ENGINE)
@@ -51,6 +52,7 @@ public:
     : buffer_wait_op(&buffer_wait_handler::do_complete),
       handler_(std::move(handler)),
       work_(handler_, io_ex),
+      loop_work_(io_ex),
       reserved_(std::move(reserved))
   {
   }
@@ -63,6 +65,7 @@ private:
     ptr p = { asio::detail::addressof(o->handler_), o, o };
     asio::detail::handler_work<Handler, IoExecutor> w(
         std::move(o->work_));
+    loop_operation_work<IoExecutor> loop_work(std::move(o->loop_work_));
     std::optional<reservation> reserved(std::move(o->reserved_));
 
     // Move the handler and its arguments out so that the operation's memory
@@ -87,6 +90,9 @@ private:
 
   Handler handler_;
   asio::detail::handler_work<Handler, IoExecutor> work_;
+  // A wait for a buffer is no scheduler operation: the loop's work, held
+  // until the handler has run (detail/loop_handler_work.hpp).
+  loop_operation_work<IoExecutor> loop_work_;
   std::optional<reservation> reserved_;
 };
 

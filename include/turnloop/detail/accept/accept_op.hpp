@@ -31,6 +31,7 @@
 #include <turnloop/detail/accept/handle_unit.hpp>
 #include <turnloop/detail/ceiling_unit.hpp>
 #include <turnloop/detail/foreign_delivery.hpp>
+#include <turnloop/detail/loop_operation_work.hpp>
 
 #include <turnloop/detail/asio.hpp>
 #include TURNLOOP_ASIO_HEADER(associated_allocator.hpp)
@@ -334,7 +335,8 @@ private:
       placed_(std::move(placed)),
       reserved_(std::move(reserved)),
       handler_(std::move(handler)),
-      work_(handler_, acceptor.get_executor())
+      work_(handler_, acceptor.get_executor()),
+      loop_work_(acceptor.get_executor())
   {
   }
 
@@ -415,6 +417,7 @@ private:
         std::move(placed_));
     asio::detail::handler_work<Handler, Executor> work(
         std::move(work_));
+    loop_operation_work<Executor> loop_work(std::move(loop_work_));
     if (reserved_)
       return reserved_->deliver(std::move(handler_), ec, std::move(socket));
     asio::detail::move_binder2<Handler, error_code,
@@ -431,6 +434,9 @@ private:
   std::optional<reservation> reserved_;
   Handler handler_;
   asio::detail::handler_work<Handler, Executor> work_;
+  // Parked, this operation is no scheduler operation: the loop's work
+  // (detail/loop_handler_work.hpp).
+  loop_operation_work<Executor> loop_work_;
   asio::cancellation_slot slot_;
 };
 
