@@ -11,7 +11,7 @@
 // the operation's lifetime and completes through execute(), which on a
 // loop costs a unit of work taken and given back, a second tracked copy
 // with the handler's allocator, and the inline-or-queue decision
-// (about 100 instructions per timer completion, measured with callgrind).
+// (1208 against 1042 instructions a zero-delay timer, callgrind, Asio 1.26).
 //
 // Why the shortcut holds for a loop as it does for io_context:
 // - An operation of an I/O object typed on a loop's executor is an
@@ -115,7 +115,8 @@ public:
     return work_.has_value();
   }
 
-  /// Called only when this base owns work (the object's never does).
+  /// Called when either base owns work, and then this one does: its
+  /// constructor takes work whenever the object's base holds some.
   template <typename Function, typename Handler>
   void dispatch(Function& function, Handler& handler)
   {
