@@ -218,8 +218,18 @@ private:
   // call unless config::pooled_io says epoll; nullptr for the epoll path.
   // With io_uring required, a ring that cannot be set up is nullptr with
   // @p ec the system's error (the operation fails with it), and the next
-  // call tries again. Loop thread.
-  TURNLOOP_DECL detail::pool_ring* ring_for_sockets(
+  // call tries again. Loop thread. Inline once the path is chosen: every
+  // pooled read and lease write asks, up to three times a round trip.
+  detail::pool_ring* ring_for_sockets(error_code& ec) noexcept
+  {
+    if (path_ == io_path::automatic) [[unlikely]]
+      return choose_ring_for_sockets(ec);
+    ec.clear();
+    return ring_;
+  }
+
+  // ring_for_sockets() while the path is still automatic.
+  TURNLOOP_DECL detail::pool_ring* choose_ring_for_sockets(
       error_code& ec) noexcept;
 
   // Takes back the buffers released on other threads.

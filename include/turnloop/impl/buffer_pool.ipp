@@ -214,12 +214,10 @@ TURNLOOP_DECL void buffer_pool::give_back(detail::pooled_buffer* b) noexcept
   }
 }
 
-TURNLOOP_DECL detail::pool_ring* buffer_pool::ring_for_sockets(
+TURNLOOP_DECL detail::pool_ring* buffer_pool::choose_ring_for_sockets(
     error_code& ec) noexcept
 {
   ec.clear();
-  if (path_ != io_path::automatic)
-    return ring_;
   const io_path wanted = core_.get_config().pooled_io;
   if (wanted == io_path::epoll || capacity_ == 0)
   {
