@@ -532,7 +532,6 @@ add_line() {
     full) what="tests, examples and header builds" ;;
     programs) what="tests and examples" ;;
     tests) what="tests (${9:-release})" ;;
-    programs) what="tests and examples" ;;
     *) what="header-only header builds" ;;
   esac
   add_stage "$what, $1" "bin/build-line-$i.log" "targets_line $i" \
@@ -543,15 +542,14 @@ add_line() {
 # below puts a few together, so that every Asio flavour and version,
 # compiler and reactor is built, and all but the versions between the
 # oldest and the newest run the whole release suite somewhere. Release
-# lines other than the reference build at -O1 (b2 optimization=minimal) or
-# -O0 (optimization=off): the same code and checks for less compile time;
-# -O3 and the sanitizers are the reference line's. The g++ lines keep -O1,
-# where the optimiser's own checks live (g++'s -Wmaybe-uninitialized): -O0
-# saves them almost nothing (the select line's build: 464 against 474 CPU
-# seconds). With clang -O0 halves a module's compile time (read_pooled.cpp:
-# 11 against 24 CPU seconds), so standalone 1.26.0 builds at -O0 and
-# standalone 1.38.2 keeps -O1 for clang's (its caching of a thread_local's
-# address across a coroutine's suspension showed there).
+# lines other than the reference build at -O1 (b2 optimization=minimal),
+# which keeps the optimiser's own findings (g++'s -Wmaybe-uninitialized,
+# clang's caching of a thread_local's address across a coroutine's
+# suspension) for less compile time; -O3 and the sanitizers are the
+# reference line's. Standalone 1.26.0 alone builds at -O0: with clang that
+# halves a module's compile time (read_pooled.cpp: 11 against 24 CPU
+# seconds), while standalone 1.38.2 keeps clang's -O1. With g++ -O0 saves
+# almost nothing (the select line's build: 464 against 474 CPU seconds).
 #
 #   name                       compiler       Asio                  reactor   what
 #   standalone-1.38.2          clang+libc++   standalone 1.38.2     epoll     full, Boost-free check, consumers, -O1
@@ -579,7 +577,6 @@ lines=${TURNLOOP_LINES:-$all_lines}
 wanted_headers=
 for name in $lines; do
   case $name in
-    boost-1.38.2) wanted_headers+=" 1.38.2" ;;
     standalone-*) wanted_headers+=" $name" ;;
     select) wanted_headers+=" 1.83" ;;
     select-asan) wanted_headers+=" 1.89" ;;
