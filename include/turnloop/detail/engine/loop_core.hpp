@@ -492,9 +492,12 @@ private:
   std::size_t remote_high_water_ = 0; // sampled by the loop, see retire_remote
 
   // Cross-thread state.
+  // Written by every cross-thread post: the queue's head and its count,
+  // which share a cache line.
   remote_queue remote_;
-  alignas(64) std::atomic<std::size_t> remote_pending_{0};
-  std::atomic<long> remote_released_work_{0};
+  // Read on every post and turn, written rarely: a line of their own, so
+  // posters' writes above do not evict them.
+  alignas(64) std::atomic<long> remote_released_work_{0};
 #if defined(TURNLOOP_HAS_IOCP_ENGINE)
   // Whoever sets turn_in_port posts the packet, so there is at most one;
   // while a visit runs (turn_visiting) nobody posts it from another thread.

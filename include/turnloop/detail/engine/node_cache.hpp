@@ -189,7 +189,10 @@ public:
       if (!cache) [[unlikely]]
         return ::operator new(rounded(Bytes));
       thread_node_cache& t = *cache;
-      if (!t.heads[c])
+      // Loaded before the exchange: posters that find the slot empty,
+      // which is every post while the loop falls behind, leave its cache
+      // line shared instead of taking it from each other.
+      if (!t.heads[c] && returned_[c].load(std::memory_order_relaxed) != 0)
       {
         // Take every batch in the slot, chained into one list.
         free_node* batch = top_of(returned_[c].exchange(0,

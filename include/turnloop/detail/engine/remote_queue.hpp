@@ -71,6 +71,19 @@ public:
     return nullptr;
   }
 
+  /// The loop's count of cross-thread posts: counted before push, retired
+  /// by the loop after pop. It shares the head's cache line, so a post
+  /// takes one contended line for both writes, not two.
+  std::atomic<std::size_t>& pending() noexcept
+  {
+    return pending_;
+  }
+
+  const std::atomic<std::size_t>& pending() const noexcept
+  {
+    return pending_;
+  }
+
   /// Consumer only: true if anything has been pushed and not popped,
   /// including a push still in progress.
   bool maybe_nonempty() const noexcept
@@ -93,6 +106,7 @@ private:
   };
 
   alignas(64) std::atomic<operation*> head_;
+  std::atomic<std::size_t> pending_{0};
   alignas(64) operation* tail_;
   stub_operation stub_;
 };

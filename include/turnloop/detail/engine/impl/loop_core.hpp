@@ -52,7 +52,7 @@ error_code loop_core::try_post(Function&& f)
 
   // Reserve a place below the ceiling before building anything, so a refusal
   // leaves the caller's function untouched.
-  std::size_t queued = remote_pending_.load(std::memory_order_relaxed);
+  std::size_t queued = remote_.pending().load(std::memory_order_relaxed);
   do
   {
     if (queued >= config_.post_capacity)
@@ -60,7 +60,7 @@ error_code loop_core::try_post(Function&& f)
       refused_posts_.fetch_add(1, std::memory_order_relaxed);
       return make_error_code(error::resource_limit);
     }
-  } while (!remote_pending_.compare_exchange_weak(queued, queued + 1,
+  } while (!remote_.pending().compare_exchange_weak(queued, queued + 1,
         std::memory_order_seq_cst, std::memory_order_relaxed));
   if (queued == 0)
     scheduler_.work_started();
@@ -73,7 +73,7 @@ error_code loop_core::try_post(Function&& f)
   }
   catch (...)
   {
-    if (remote_pending_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    if (remote_.pending().fetch_sub(1, std::memory_order_acq_rel) == 1)
       scheduler_.work_finished();
     throw;
   }

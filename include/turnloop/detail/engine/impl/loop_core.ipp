@@ -9,7 +9,7 @@
 //   lock and no atomic.
 // - turn_op_ carries one unit of scheduler work while queued, which covers
 //   every handler in local_. Cross-thread posts are covered by one unit held
-//   while remote_pending_ is non-zero. Tracked executors made on the loop
+//   while remote_.pending() is non-zero. Tracked executors made on the loop
 //   thread are covered by one unit held while local_work_ is non-zero.
 //
 
@@ -179,7 +179,7 @@ TURNLOOP_DECL void loop_core::post_remote(operation* op,
 {
   // Count before publishing, so the loop can never retire a post it has not
   // seen counted.
-  if (!counted && remote_pending_.fetch_add(1, std::memory_order_seq_cst) == 0)
+  if (!counted && remote_.pending().fetch_add(1, std::memory_order_seq_cst) == 0)
     scheduler_.work_started();
   remote_.push(op);
   notify();
@@ -213,7 +213,7 @@ TURNLOOP_DECL void loop_core::retire_remote(std::size_t taken) noexcept
   // The count only falls here, so its value just before each retirement is
   // where every peak is: the high-water mark is exact without producers
   // having to touch it.
-  const std::size_t queued = remote_pending_.fetch_sub(taken,
+  const std::size_t queued = remote_.pending().fetch_sub(taken,
       std::memory_order_acq_rel);
   if (queued > remote_high_water_)
     remote_high_water_ = queued;
@@ -325,7 +325,7 @@ TURNLOOP_DECL void loop_core::visit()
     // the handlers already there (at most a turn's budget of them), so one
     // FIFO is run and a nested run() sees the same order. Once in local_ they
     // are covered by the turn's unit of work and stop counting as queued.
-    if (remote_pending_.load(std::memory_order_relaxed) != 0)
+    if (remote_.pending().load(std::memory_order_relaxed) != 0)
     {
       std::size_t taken = 0;
       while (taken < per_turn)
@@ -519,7 +519,7 @@ TURNLOOP_DECL void loop_core::fill_stats(loop_stats& s) const noexcept
   s.wakes = wakes_.load(std::memory_order_relaxed);
   s.local_queued = local_.size();
   s.local_queued_high_water = local_high_water_;
-  s.posts_queued = remote_pending_.load(std::memory_order_relaxed);
+  s.posts_queued = remote_.pending().load(std::memory_order_relaxed);
   s.posts_queued_high_water = remote_high_water_ > s.posts_queued
     ? remote_high_water_ : s.posts_queued;
   s.posts_refused = refused_posts_.load(std::memory_order_relaxed);

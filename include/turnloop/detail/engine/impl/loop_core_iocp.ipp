@@ -52,7 +52,7 @@ TURNLOOP_DECL void loop_core::enqueue_turn() noexcept
 {
   // The load keeps a post to a loop whose turn is queued, or which is in a
   // visit, from writing the state's cache line. It is sequentially
-  // consistent, as is what each poster counted before it (remote_pending_,
+  // consistent, as is what each poster counted before it (remote_.pending(),
   // remote_released_work_, sources_signalled_) and visit_ended's store of
   // turn_idle: so a poster that still reads turn_visiting is seen by the
   // visit's last look for work, and one that reads turn_idle posts the
@@ -148,7 +148,7 @@ TURNLOOP_DECL void loop_core::give_back_work() noexcept
     scheduler_.work_finished();
   }
   // One unit covers the cross-thread posts, which drain() has destroyed.
-  if (remote_pending_.exchange(0, std::memory_order_acq_rel) != 0)
+  if (remote_.pending().exchange(0, std::memory_order_acq_rel) != 0)
     scheduler_.work_finished();
   // The units taken elsewhere, which objects outside this loop may still
   // hold: a coroutine spawned here from another thread that has moved to

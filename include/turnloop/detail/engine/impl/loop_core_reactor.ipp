@@ -63,7 +63,7 @@ TURNLOOP_DECL void loop_core::notify() noexcept
 {
   // Only a parked loop needs a syscall; a running one finds the post at its
   // next turn or reactor poll. The "parked" store in prepare_to_park and the
-  // increment of remote_pending_ (or remote_released_work_) before this call
+  // increment of remote_.pending() (or remote_released_work_) before this call
   // are sequentially consistent, so either the loop sees the count before it
   // blocks or this load sees parked.
   if (park_state_.load(std::memory_order_seq_cst) != parked)
@@ -123,9 +123,9 @@ TURNLOOP_DECL void loop_core::fill_engine_stats(loop_stats& s) const noexcept
 
 TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 {
-  // Atomics only: the caller may not own the loop. remote_pending_ is
+  // Atomics only: the caller may not own the loop. remote_.pending() is
   // counted before a post is pushed, so it covers pushes still in progress.
-  return remote_pending_.load(std::memory_order_seq_cst) != 0
+  return remote_.pending().load(std::memory_order_seq_cst) != 0
     || remote_released_work_.load(std::memory_order_seq_cst) != 0
     || sources_signalled_.load(std::memory_order_seq_cst) != 0;
 }
@@ -160,7 +160,7 @@ TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
   // sequentially consistent handshake.
   if (parked_here)
     park_state_.store(awake, std::memory_order_relaxed);
-  if (remote_pending_.load(std::memory_order_relaxed) != 0
+  if (remote_.pending().load(std::memory_order_relaxed) != 0
       || remote_released_work_.load(std::memory_order_relaxed) != 0
       || sources_signalled_.load(std::memory_order_relaxed) != 0) [[unlikely]]
     take_arrivals();
