@@ -6,6 +6,7 @@
 //
 
 #include "support/driver.hpp"
+#include "support/process.hpp"
 
 #include <turnloop/asio.hpp>
 
@@ -85,23 +86,40 @@ struct chain
   }
 };
 
+double cpu_seconds_now() noexcept
+{
+  const bench::cpu_seconds c = bench::this_thread_cpu_seconds();
+  return c.user + c.system;
+}
+
+// CPU time the producers (together) and the thread running the context
+// spent, from releasing the producers to the last post's arrival.
+struct cross_thread_cpu
+{
+  double producers = 0;
+  double loop = 0;
+};
+
 // Producers wait on a flag so that starting threads is not timed; the loop
 // keeps a work guard until the last post has arrived.
 template <typename Context>
 std::uint64_t run_cross_thread(Context& ctx, unsigned producers,
-    std::uint64_t per_producer, bench::region* r)
+    std::uint64_t per_producer, bench::region* r,
+    cross_thread_cpu* cpu = nullptr)
 {
   const std::uint64_t total = producers * per_producer;
   std::uint64_t arrived = 0;
   auto guard = net::make_work_guard(ctx);
   std::atomic<bool> go{false};
+  std::vector<double> producer_cpu(producers);
 
   std::vector<std::thread> threads;
   for (unsigned p = 0; p != producers; ++p)
   {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, p] {
       while (!go.load(std::memory_order_acquire))
         std::this_thread::yield();
+      const double start = cpu_seconds_now();
       for (std::uint64_t i = 0; i != per_producer; ++i)
       {
         net::post(ctx, [&arrived, &guard, total] {
@@ -109,18 +127,27 @@ std::uint64_t run_cross_thread(Context& ctx, unsigned producers,
             guard.reset();
         });
       }
+      producer_cpu[p] = cpu_seconds_now() - start;
     });
   }
 
   if (r)
     r->begin();
+  const double loop_start = cpu_seconds_now();
   go.store(true, std::memory_order_release);
   ctx.run();
+  const double loop_cpu = cpu_seconds_now() - loop_start;
   for (std::thread& t : threads)
     t.join();
   if (r)
     r->end();
   ctx.restart();
+  if (cpu)
+  {
+    cpu->loop = loop_cpu;
+    for (double seconds : producer_cpu)
+      cpu->producers += seconds;
+  }
   return arrived;
 }
 
@@ -138,8 +165,9 @@ struct cross_thread
     auto ctx = make();
 
     run_cross_thread(*ctx, producers, per_producer / 10 + 1, nullptr);
+    cross_thread_cpu cpu;
     const std::uint64_t arrived = run_cross_thread(*ctx, producers,
-        per_producer, &r);
+        per_producer, &r, &cpu);
 
     if (arrived != total)
       return bench::result::failed(std::to_string(arrived) + " of "
@@ -149,6 +177,12 @@ struct cross_thread
     res.metrics = {{"posts_per_s", double(total) / r.seconds()}};
     res.checked = std::to_string(total) + " posts from "
       + std::to_string(producers) + " threads arrived";
+    // Where the time goes: per post, on the posting threads and on the
+    // thread that runs the context (the loop, or io_context's run()).
+    res.details.emplace_back("producer_cpu_ns_per_post",
+        cpu.producers * 1e9 / double(total));
+    res.details.emplace_back("loop_cpu_ns_per_post",
+        cpu.loop * 1e9 / double(total));
     bench::add_loop_stats(res, *ctx);
     return res;
   }

@@ -12,6 +12,7 @@
 #include <turnloop/detail/engine/operation.hpp>
 
 #include <atomic>
+#include <cstddef>
 
 namespace turnloop {
 namespace detail {
@@ -23,6 +24,14 @@ public:
     : head_(&stub_),
       tail_(&stub_)
   {
+    // A post writes the count and the head: one cache line for both, and
+    // not the consumer's.
+    static_assert(offsetof(remote_queue, pending_)
+        - offsetof(remote_queue, head_) < 64,
+        "the post count must share the head's cache line");
+    static_assert(offsetof(remote_queue, tail_)
+        - offsetof(remote_queue, head_) >= 64,
+        "the consumer's tail must not share the head's cache line");
   }
 
   remote_queue(const remote_queue&) = delete;
