@@ -72,6 +72,17 @@ public:
   }
 
 private:
+  // A step the scheduler would let block: the park handshake, and the ready
+  // operations completed here when nothing else is queued. Out of run(), so
+  // that a poll, the usual step of a busy loop, needs no frame for it.
+# if defined(TURNLOOP_HEADER_ONLY)
+  TURNLOOP_DECL void run_blocking(long usec, // inline: noinline would clash
+      asio::detail::op_queue<asio::detail::scheduler_operation>& ops);
+# else // defined(TURNLOOP_HEADER_ONLY)
+  TURNLOOP_NOINLINE void run_blocking(long usec,
+      asio::detail::op_queue<asio::detail::scheduler_operation>& ops);
+# endif // defined(TURNLOOP_HEADER_ONLY)
+
   // The reactor's wait, with the hook's submissions before it and its
   // completions after it. Without a hook (every loop that does not use
   // io_uring) it is the reactor's run alone, called from run() without a frame of

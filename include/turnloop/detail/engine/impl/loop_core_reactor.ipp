@@ -137,7 +137,7 @@ TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 // poll does. (When the loop is driven through io_context::run() on several
 // threads, the thread polling the reactor may not be the one running a turn.)
 
-TURNLOOP_DECL bool loop_core::prepare_to_park(long& usec) noexcept
+inline bool loop_core::prepare_to_park(long& usec) noexcept
 {
   ++reactor_runs_;
   if (usec == 0)
@@ -151,19 +151,6 @@ TURNLOOP_DECL bool loop_core::prepare_to_park(long& usec) noexcept
   }
   ++parks_;
   return true;
-}
-
-TURNLOOP_DECL void loop_core::after_reactor_run(bool parked_here) noexcept
-{
-  // Relaxed is enough: a poster that still reads "parked" only makes one
-  // spare wake, and before blocking again prepare_to_park re-checks with a
-  // sequentially consistent handshake.
-  if (parked_here)
-    park_state_.store(awake, std::memory_order_relaxed);
-  if (remote_.pending().load(std::memory_order_relaxed) != 0
-      || remote_released_work_.load(std::memory_order_relaxed) != 0
-      || sources_signalled_.load(std::memory_order_relaxed) != 0) [[unlikely]]
-    take_arrivals();
 }
 
 TURNLOOP_DECL void loop_core::take_arrivals() noexcept
@@ -189,14 +176,14 @@ struct task_result_access : asio::detail::scheduler_operation
   }
 };
 
-TURNLOOP_DECL bool loop_core::completes_io_here() const noexcept
+inline bool loop_core::completes_io_here() const noexcept
 {
   // Only on the loop's own thread, outside a visit, and not for run_one()
   // or poll_one(), which must run exactly one handler.
   return running_in_this_thread() && active_visits_ == 0 && visit_limit_ > 1;
 }
 
-TURNLOOP_DECL void loop_core::complete_io(
+inline void loop_core::complete_io(
     asio::detail::op_queue<asio::detail::scheduler_operation>& ready)
 {
   // The I/O step of the turn: the operations the reactor found ready
@@ -271,17 +258,35 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     asio::detail::op_queue<
       asio::detail::scheduler_operation>& ops)
 {
+  // A timeout of zero: the scheduler has operations queued, or only polls.
+  // The loop does not park, and what the reactor finds ready is queued
+  // behind them, as io_context does; a ping-pong's every other step.
+  if (usec != 0)
+  {
+    run_blocking(usec, ops);
+    return;
+  }
+  ++core_.reactor_runs_;
+  wait(0, ops);
+  // The flag is cleared once a run has looked at it, not before the wait,
+  // so an interrupt between the scheduler's look and the wait is not lost.
+  interrupted_.store(false, std::memory_order_relaxed);
+  core_.after_reactor_run(false);
+}
+
+TURNLOOP_DECL void turn_reactor::run_blocking(long usec,
+    asio::detail::op_queue<
+      asio::detail::scheduler_operation>& ops)
+{
   // io_context appends what the reactor returns behind the operations
   // already queued, so ready operations may complete here only when nothing
-  // is: the scheduler passes a zero timeout whenever its queue is not empty
-  // (or it only polls), an interrupt since the last run means another thread
-  // queued something after the scheduler looked, and `ops` holds what this
-  // thread queued (the loop's turn, after a cross-thread post). The flag is
-  // cleared once this run has looked at it, not before the wait, so an
-  // interrupt between the scheduler's look and the wait is not lost.
-  const bool nothing_queued = usec != 0;
+  // is: the scheduler's timeout is not zero, so its queue was empty; an
+  // interrupt since the last run means another thread queued something
+  // after the scheduler looked, and `ops` holds what this thread queued
+  // (the loop's turn, after a cross-thread post). prepare_to_park may still
+  // turn the wait into a poll (a cross-thread post has arrived).
   const bool parked_here = core_.prepare_to_park(usec);
-  if (!nothing_queued || !core_.completes_io_here())
+  if (!core_.completes_io_here())
   {
     wait(usec, ops);
     interrupted_.store(false, std::memory_order_relaxed);
