@@ -45,6 +45,20 @@ struct remembered_pool
   std::uint64_t loops_ended;
 };
 
+// buffer_pool_of's lookup, when the pool remembered is not @p ctx's: out of
+// line, so that the remembered case, every pooled read and lease write on
+// the same loop, needs no stack frame.
+TURNLOOP_NOINLINE inline buffer_pool* remember_pool_of(
+    asio::execution_context& ctx, remembered_pool& remembered,
+    std::uint64_t ended)
+{
+  loop* l = loop_of(ctx);
+  if (!l)
+    return nullptr;
+  remembered = {&ctx, &asio::use_service<buffer_pool>(*l), ended};
+  return remembered.pool;
+}
+
 TURNLOOP_DECL buffer_pool* buffer_pool_of(
     asio::execution_context& ctx)
 {
@@ -60,11 +74,7 @@ TURNLOOP_DECL buffer_pool* buffer_pool_of(
   const std::uint64_t ended = loops_ended().load(std::memory_order_acquire);
   if (remembered.context == &ctx && remembered.loops_ended == ended)
     return remembered.pool;
-  loop* l = loop_of(ctx);
-  if (!l)
-    return nullptr;
-  remembered = {&ctx, &asio::use_service<buffer_pool>(*l), ended};
-  return remembered.pool;
+  return remember_pool_of(ctx, remembered, ended);
 }
 
 } // namespace detail

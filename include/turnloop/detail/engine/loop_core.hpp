@@ -107,8 +107,17 @@ public:
 
   /// True on the thread that runs this loop through loop::run() or poll()
   /// (not one that holds it for one operation while io_context::run()
-  /// drives it, possibly beside other threads).
-  TURNLOOP_DECL bool runs_here() const noexcept;
+  /// drives it, possibly beside other threads). The owner's tag is the
+  /// address of its thread's current_, without the transient bit
+  /// (loop_core.ipp, owner_tag). In the class: a pooled read and a lease
+  /// write ask it on every operation.
+  bool runs_here() const noexcept
+  {
+    loop_core** current = this_thread_current();
+    return *current == this
+      && owner_thread_.load(std::memory_order_relaxed)
+        == static_cast<const void*>(current);
+  }
 
   /// True once the loop's destruction has begun (on the destroying thread,
   /// in the destructors of what it destroys): nothing is accepted any more.

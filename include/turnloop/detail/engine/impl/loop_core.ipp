@@ -71,13 +71,6 @@ inline bool is_transient(const void* owner) noexcept
   return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
 }
 
-TURNLOOP_DECL bool loop_core::runs_here() const noexcept
-{
-  return running_in_this_thread()
-    && owner_thread_.load(std::memory_order_relaxed)
-      == owner_tag(this_thread_current(), false);
-}
-
 TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
 {
   const void* me = owner_tag(this_thread_current(), transient);
