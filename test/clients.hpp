@@ -44,28 +44,44 @@ inline std::vector<asio::ip::tcp::socket> connect_clients(
   return clients;
 }
 
-/// Reads one byte from @p client with the clients' deadline; false on a
-/// reset, an end of stream or a timeout.
-inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
+/// One recv() of one byte from @p client with the clients' deadline: its
+/// result (1, 0 at the end of the stream, -1 on a reset or a timeout).
+inline long receive_one(asio::ip::tcp::socket& client, char& c)
 {
 #if defined(_WIN32)
   // Winsock takes milliseconds, and a recv() is not ended by a signal.
   const DWORD ms = static_cast<DWORD>(deadline.count() * 1000);
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO,
       reinterpret_cast<const char*>(&ms), sizeof ms);
-  return ::recv(client.native_handle(), &c, 1, 0) == 1;
+  return ::recv(client.native_handle(), &c, 1, 0);
 #else // defined(_WIN32)
   timeval tv{static_cast<time_t>(deadline.count()), 0};
   ::setsockopt(client.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   // With a receive timeout, a signal (or, on Asio's io_uring backend, the
-  // kernel's notice of a completion to this thread's ring) ends recv() with
-  // EINTR instead of restarting it.
+  // kernel's notice of a completion to this thread's ring: a ring being
+  // torn down here cancels its reads) ends recv() with EINTR instead of
+  // restarting it.
   ssize_t got;
   do
     got = ::recv(client.native_handle(), &c, 1, 0);
   while (got < 0 && errno == EINTR);
-  return got == 1;
+  return static_cast<long>(got);
 #endif // defined(_WIN32)
+}
+
+/// Reads one byte from @p client with the clients' deadline; false on a
+/// reset, an end of stream or a timeout.
+inline bool receive_byte(asio::ip::tcp::socket& client, char& c)
+{
+  return receive_one(client, c) == 1;
+}
+
+/// True if @p client reads the end of the stream (the server's end closed,
+/// not reset) within the clients' deadline.
+inline bool reads_end_of_stream(asio::ip::tcp::socket& client)
+{
+  char c = 0;
+  return receive_one(client, c) == 0;
 }
 
 /// Reads the one-byte greeting 'x' with a deadline; false on a reset or a
