@@ -53,6 +53,22 @@ namespace detail {
 class turn_reactor;
 #endif // !defined(TURNLOOP_HAS_IOCP_ENGINE)
 
+// The loop's owner word (loop_core::owner_thread_): the address of the owning
+// thread's current_, with the low bit set for a transient owner
+// (loop_core.ipp, acquire_owner).
+inline constexpr std::uintptr_t transient_bit = 1;
+
+inline const void* owner_tag(const void* thread, bool transient) noexcept
+{
+  return reinterpret_cast<const void*>(
+      reinterpret_cast<std::uintptr_t>(thread) | (transient ? transient_bit : 0));
+}
+
+inline bool is_transient(const void* owner) noexcept
+{
+  return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
+}
+
 class loop_core
 {
 public:
@@ -107,16 +123,15 @@ public:
 
   /// True on the thread that runs this loop through loop::run() or poll()
   /// (not one that holds it for one operation while io_context::run()
-  /// drives it, possibly beside other threads). The owner's tag is the
-  /// address of its thread's current_, without the transient bit
-  /// (loop_core.ipp, owner_tag). In the class: a pooled read and a lease
-  /// write ask it on every operation.
+  /// drives it, possibly beside other threads): the owner word is this
+  /// thread's tag without the transient bit. In the class: a pooled read
+  /// and a lease write ask it on every operation.
   bool runs_here() const noexcept
   {
     loop_core** current = this_thread_current();
     return *current == this
       && owner_thread_.load(std::memory_order_relaxed)
-        == static_cast<const void*>(current);
+        == owner_tag(current, false);
   }
 
   /// True once the loop's destruction has begun (on the destroying thread,
@@ -442,6 +457,13 @@ private:
   // The blocking step's parts (turn_reactor::run_blocking, their one
   // caller): inline in either build, so the step is one frame.
   inline bool prepare_to_park(long& usec) noexcept;
+
+  /// Every reactor step counts itself (loop_stats::reactor_runs): the poll
+  /// (turn_reactor::run) and the blocking step (prepare_to_park).
+  void count_reactor_run() noexcept
+  {
+    ++reactor_runs_;
+  }
 
   /// After every reactor step: whatever other threads posted, released or
   /// signalled while it ran is taken. Relaxed loads: a poster that still

@@ -52,24 +52,11 @@ TURNLOOP_DECL loop_core::loop_core(asio::io_context& owner,
 
 // --- ownership ---------------------------------------------------------------
 //
-// owner_thread_ holds the address of the owning thread's current_ (unique per
-// thread), with the low bit set for a transient owner: one that holds the
-// loop for a single scheduler operation while the loop is driven through
-// io_context::run(). Transient holds are short, so a thread that needs the
-// loop waits them out; a run() owner is another matter (already_running).
-
-inline constexpr std::uintptr_t transient_bit = 1;
-
-inline const void* owner_tag(const void* thread, bool transient) noexcept
-{
-  return reinterpret_cast<const void*>(
-      reinterpret_cast<std::uintptr_t>(thread) | (transient ? transient_bit : 0));
-}
-
-inline bool is_transient(const void* owner) noexcept
-{
-  return (reinterpret_cast<std::uintptr_t>(owner) & transient_bit) != 0;
-}
+// owner_thread_ holds owner_tag(): the address of the owning thread's current_
+// (unique per thread), with the low bit set for a transient owner: one that
+// holds the loop for a single scheduler operation while the loop is driven
+// through io_context::run(). Transient holds are short, so a thread that needs
+// the loop waits them out; a run() owner is another matter (already_running).
 
 TURNLOOP_DECL bool loop_core::acquire_owner(bool transient, bool wait) noexcept
 {

@@ -139,7 +139,7 @@ TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 
 inline bool loop_core::prepare_to_park(long& usec) noexcept
 {
-  ++reactor_runs_;
+  count_reactor_run();
   if (usec == 0)
     return false;
   park_state_.store(parked, std::memory_order_seq_cst);
@@ -260,13 +260,15 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
 {
   // A timeout of zero: the scheduler has operations queued, or only polls.
   // The loop does not park, and what the reactor finds ready is queued
-  // behind them, as io_context does; a ping-pong's every other step.
+  // behind them, as io_context does. Every step of the benchmark's
+  // ping-pong (one loop, both ends) is one: the speculative write queues
+  // its completion.
   if (usec != 0)
   {
     run_blocking(usec, ops);
     return;
   }
-  ++core_.reactor_runs_;
+  core_.count_reactor_run();
   wait(0, ops);
   // The flag is cleared once a run has looked at it, not before the wait,
   // so an interrupt between the scheduler's look and the wait is not lost.
