@@ -3,9 +3,11 @@
 //
 // Posting from other threads: nothing is lost, per-producer order is kept, a
 // running loop is never woken with a syscall, a parked one always is, and
-// stop() reaches a loop blocked in epoll_wait.
+// stop() reaches a loop blocked in epoll_wait, and a post reaches a loop
+// kept busy by I/O alone.
 //
 
+#include <turnloop/io_objects.hpp>
 #include <turnloop/loop.hpp>
 
 #define BOOST_TEST_MODULE loop_threads
@@ -14,6 +16,8 @@
 #include "asio.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -219,6 +223,70 @@ BOOST_AUTO_TEST_CASE(the_loop_runs_handlers_only_on_its_own_thread)
   asio::post(l, [&] { guard.reset(); });
   loop_thread.join();
   BOOST_TEST(wrong_thread.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_post_reaches_a_loop_kept_polling_by_typed_sockets)
+{
+  // Sockets typed on the loop's executor complete through the scheduler,
+  // not in the loop's turns, and a ping-pong between two of them makes every
+  // reactor step a poll (each write completes at once and queues its
+  // completion): the loop never parks and runs no turn of its own. A post
+  // from another thread must still run, while the ping-pong goes on.
+  turnloop::loop l;
+  asio::ip::tcp::acceptor acceptor(l,
+      {asio::ip::address_v4::loopback(), 0});
+  turnloop::ip::tcp::socket a(l);
+  turnloop::ip::tcp::socket b(l);
+  a.connect(acceptor.local_endpoint());
+  acceptor.accept(b);
+  a.set_option(asio::ip::tcp::no_delay(true));
+  b.set_option(asio::ip::tcp::no_delay(true));
+
+  std::atomic<bool> post_ran{false};
+  std::atomic<std::uint64_t> rounds{0};
+  bool deadline_ended_it = false;
+  const auto end = std::chrono::steady_clock::now() + test::deadline;
+  char to_b = 'p';
+  char at_b = 0;
+  char at_a = 0;
+  std::function<void()> round = [&] {
+    if (post_ran.load())
+      return;
+    if (std::chrono::steady_clock::now() > end)
+    {
+      deadline_ended_it = true;
+      return;
+    }
+    asio::async_write(a, asio::buffer(&to_b, 1),
+        [](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); });
+    asio::async_read(b, asio::buffer(&at_b, 1),
+        [&](turnloop::error_code ec, std::size_t) {
+      if (ec)
+        return;
+      asio::async_write(b, asio::buffer(&at_b, 1),
+          [](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); });
+      asio::async_read(a, asio::buffer(&at_a, 1),
+          [&](turnloop::error_code ec, std::size_t) {
+        if (ec)
+          return;
+        ++rounds;
+        round();
+      });
+    });
+  };
+  round();
+
+  std::thread poster([&] {
+    // Posted once the ping-pong runs; and if it never does, run() ends at
+    // the deadline without it.
+    test::wait_for([&] { return rounds.load() >= 100; });
+    asio::post(l, [&] { post_ran = true; });
+  });
+  l.run();
+  poster.join();
+  BOOST_TEST(rounds.load() >= 100u);
+  BOOST_TEST(post_ran.load());
+  BOOST_TEST(!deadline_ended_it, "the post waited until the ping-pong ended");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -83,13 +83,23 @@ private:
       asio::detail::op_queue<asio::detail::scheduler_operation>& ops);
 # endif // defined(TURNLOOP_HEADER_ONLY)
 
+  // A poll that finds arrivals to take first: out of run(), so that the
+  // usual poll needs no frame.
+# if defined(TURNLOOP_HEADER_ONLY)
+  TURNLOOP_DECL void poll_after_arrivals( // inline: noinline would clash
+      asio::detail::op_queue<asio::detail::scheduler_operation>& ops);
+# else // defined(TURNLOOP_HEADER_ONLY)
+  TURNLOOP_NOINLINE void poll_after_arrivals(
+      asio::detail::op_queue<asio::detail::scheduler_operation>& ops);
+# endif // defined(TURNLOOP_HEADER_ONLY)
+
   // The reactor's wait, with the hook's submissions before it and its
   // completions after it. Without a hook (every loop that does not use
   // io_uring) it is the reactor's run alone, called from run() without a frame of
   // its own.
   void wait(long usec, reactor_hook::op_queue& ops)
   {
-    if (!hook_)
+    if (!hook_) [[likely]]
       reactor_task::run(usec, ops);
     else
       wait_with_hook(usec, ops);

@@ -26,6 +26,7 @@
 #include TURNLOOP_ASIO_HEADER(detail/scheduler_thread_info.hpp)
 #include TURNLOOP_ASIO_HEADER(detail/thread_context.hpp)
 
+#include <cassert>
 #include <typeinfo>
 
 namespace turnloop {
@@ -125,9 +126,11 @@ TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 {
   // Atomics only: the caller may not own the loop. remote_.pending() is
   // counted before a post is pushed, so it covers pushes still in progress.
-  return remote_.pending().load(std::memory_order_seq_cst) != 0
-    || remote_released_work_.load(std::memory_order_seq_cst) != 0
-    || sources_signalled_.load(std::memory_order_seq_cst) != 0;
+  // One test for the three (an or of the loads, not three branches).
+  return (remote_.pending().load(std::memory_order_seq_cst)
+      | static_cast<std::size_t>(
+          remote_released_work_.load(std::memory_order_seq_cst))
+      | sources_signalled_.load(std::memory_order_seq_cst)) != 0;
 }
 
 // --- the reactor step ------------------------------------------------------------
@@ -139,11 +142,12 @@ TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
 
 inline bool loop_core::prepare_to_park(long& usec) noexcept
 {
+  // Only for a step the scheduler would let block (usec is not zero):
+  // turn_reactor::run takes a poll apart.
+  assert(usec != 0);
   count_reactor_run();
-  if (usec == 0)
-    return false;
   park_state_.store(parked, std::memory_order_seq_cst);
-  if (cross_thread_pending())
+  if (cross_thread_pending()) [[unlikely]]
   {
     park_state_.store(awake, std::memory_order_relaxed);
     usec = 0;
@@ -268,12 +272,30 @@ TURNLOOP_DECL void turn_reactor::run(long usec,
     run_blocking(usec, ops);
     return;
   }
-  core_.count_reactor_run();
-  wait(0, ops);
-  // The flag is cleared once a run has looked at it, not before the wait,
-  // so an interrupt between the scheduler's look and the wait is not lost.
+  // Before the wait, so that the wait is the last call (a jump, no frame):
+  // - the interrupt flag is cleared: what an interrupt up to now announced
+  //   is in the scheduler's queue, which runs before its next look at it;
+  //   one during the poll stays set, and the next blocking step queues what
+  //   it finds instead of completing it (the safe side);
+  // - what other threads posted, released or signalled is taken: a poll
+  //   does not wait, and what arrives during it is taken by the next step,
+  //   which, if it would block, looks under the park handshake first.
+  loop_core& core = core_;
+  core.count_reactor_run();
   interrupted_.store(false, std::memory_order_relaxed);
-  core_.after_reactor_run(false);
+  if (core.arrivals_pending()) [[unlikely]]
+  {
+    poll_after_arrivals(ops);
+    return;
+  }
+  wait(0, ops);
+}
+
+TURNLOOP_DECL void turn_reactor::poll_after_arrivals(
+    asio::detail::op_queue<asio::detail::scheduler_operation>& ops)
+{
+  core_.take_arrivals();
+  wait(0, ops);
 }
 
 TURNLOOP_DECL void turn_reactor::run_blocking(long usec,
