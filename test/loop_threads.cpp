@@ -7,7 +7,6 @@
 // kept busy by I/O alone.
 //
 
-#include <turnloop/io_objects.hpp>
 #include <turnloop/loop.hpp>
 
 #define BOOST_TEST_MODULE loop_threads
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "stream_pair.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -232,15 +232,12 @@ BOOST_AUTO_TEST_CASE(a_post_reaches_a_loop_kept_polling_by_typed_sockets)
   // reactor step a poll (each write completes at once and queues its
   // completion): the loop never parks and runs no turn of its own. A post
   // from another thread must still run, while the ping-pong goes on.
+  using socket = asio::basic_stream_socket<test::pair_protocol,
+    turnloop::loop::executor_type>;
   turnloop::loop l;
-  asio::ip::tcp::acceptor acceptor(l,
-      {asio::ip::address_v4::loopback(), 0});
-  turnloop::ip::tcp::socket a(l);
-  turnloop::ip::tcp::socket b(l);
-  a.connect(acceptor.local_endpoint());
-  acceptor.accept(b);
-  a.set_option(asio::ip::tcp::no_delay(true));
-  b.set_option(asio::ip::tcp::no_delay(true));
+  socket a(l);
+  socket b(l);
+  test::connect_pair(a, b);
 
   std::atomic<bool> post_ran{false};
   std::atomic<std::uint64_t> rounds{0};
@@ -249,6 +246,9 @@ BOOST_AUTO_TEST_CASE(a_post_reaches_a_loop_kept_polling_by_typed_sockets)
   char to_b = 'p';
   char at_b = 0;
   char at_a = 0;
+  const auto written = [](turnloop::error_code ec, std::size_t) {
+    BOOST_TEST(!ec);
+  };
   std::function<void()> round = [&] {
     if (post_ran.load())
       return;
@@ -257,14 +257,12 @@ BOOST_AUTO_TEST_CASE(a_post_reaches_a_loop_kept_polling_by_typed_sockets)
       deadline_ended_it = true;
       return;
     }
-    asio::async_write(a, asio::buffer(&to_b, 1),
-        [](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); });
+    asio::async_write(a, asio::buffer(&to_b, 1), written);
     asio::async_read(b, asio::buffer(&at_b, 1),
         [&](turnloop::error_code ec, std::size_t) {
       if (ec)
         return;
-      asio::async_write(b, asio::buffer(&at_b, 1),
-          [](turnloop::error_code ec, std::size_t) { BOOST_TEST(!ec); });
+      asio::async_write(b, asio::buffer(&at_b, 1), written);
       asio::async_read(a, asio::buffer(&at_a, 1),
           [&](turnloop::error_code ec, std::size_t) {
         if (ec)

@@ -453,7 +453,6 @@ private:
     in_queue_ = false;
   }
 
-  TURNLOOP_DECL bool cross_thread_pending() const noexcept;
   // The blocking step's parts (turn_reactor::run_blocking, their one
   // caller): inline in either build, so the step is one frame.
   inline bool prepare_to_park(long& usec) noexcept;
@@ -480,16 +479,18 @@ private:
   }
 
   /// True if another thread has posted, released work or signalled a
-  /// service since arrivals were last taken (relaxed loads). The three
-  /// words in one test, an or of the loads: the usual run finds all zero.
-  bool arrivals_pending() const noexcept
+  /// service since arrivals were last taken. Atomics only: the caller may
+  /// not own the loop. remote_.pending() is counted before a post is
+  /// pushed, so it covers pushes still in progress. Relaxed after a reactor
+  /// step; sequentially consistent in the park handshake. The three words
+  /// in one test, an or of the loads: the usual run finds all zero.
+  bool arrivals_pending(
+      std::memory_order order = std::memory_order_relaxed) const noexcept
   {
-    const std::size_t posted =
-      remote_.pending().load(std::memory_order_relaxed);
-    const auto released = static_cast<std::size_t>(
-        remote_released_work_.load(std::memory_order_relaxed));
-    const std::size_t signalled =
-      sources_signalled_.load(std::memory_order_relaxed);
+    const std::size_t posted = remote_.pending().load(order);
+    const auto released =
+      static_cast<std::size_t>(remote_released_work_.load(order));
+    const std::size_t signalled = sources_signalled_.load(order);
     return (posted | released | signalled) != 0;
   }
 

@@ -122,17 +122,6 @@ TURNLOOP_DECL void loop_core::fill_engine_stats(loop_stats& s) const noexcept
   s.os_waits = parks_;
 }
 
-TURNLOOP_DECL bool loop_core::cross_thread_pending() const noexcept
-{
-  // Atomics only: the caller may not own the loop. remote_.pending() is
-  // counted before a post is pushed, so it covers pushes still in progress.
-  // One test for the three (an or of the loads, not three branches).
-  return (remote_.pending().load(std::memory_order_seq_cst)
-      | static_cast<std::size_t>(
-          remote_released_work_.load(std::memory_order_seq_cst))
-      | sources_signalled_.load(std::memory_order_seq_cst)) != 0;
-}
-
 // --- the reactor step ------------------------------------------------------------
 //
 // The scheduler runs the reactor on one thread at a time, so the park
@@ -147,7 +136,7 @@ inline bool loop_core::prepare_to_park(long& usec) noexcept
   assert(usec != 0);
   count_reactor_run();
   park_state_.store(parked, std::memory_order_seq_cst);
-  if (cross_thread_pending()) [[unlikely]]
+  if (arrivals_pending(std::memory_order_seq_cst)) [[unlikely]]
   {
     park_state_.store(awake, std::memory_order_relaxed);
     usec = 0;
