@@ -224,10 +224,10 @@ struct round_trips
 
 } // namespace
 
-int main(int argc, char** argv)
+std::vector<bench::workload> TURNLOOP_BENCH_WORKLOADS()
 {
-  return bench::run_program(argc, argv, {
+  return {
     {"no_op", bench::on_each_side(round_trips{job_kind::no_op})},
     {"stat", bench::on_each_side(round_trips{job_kind::stat_dot})},
-  });
+  };
 }

@@ -16,8 +16,8 @@
 // a buffer per connection, so the ratio is pooled reads against what stock
 // Asio code holds.
 //
-// The clients of idle_connections run in a child process (this program,
-// subcommand idle_clients), so the server's resident set is its own.
+// The clients of idle_connections run in a child process (idle_clients.cpp,
+// beside this program), so the server's resident set is its own.
 //
 
 #include "support/driver.hpp"
@@ -175,7 +175,19 @@ private:
   std::uint64_t reads_completed_ = 0;
 };
 
-// Starts `memory idle_clients`, connected to the child by two pipes: the
+// The path of program @p name in this program's directory; empty if this
+// program's own path cannot be read.
+std::string sibling_program(const char* name)
+{
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0)
+    return {};
+  std::string path(self, std::size_t(n));
+  return path.replace(path.rfind('/') + 1, std::string::npos, name);
+}
+
+// Starts idle_clients, from this program's directory, connected to the child by two pipes: the
 // child exits when its stdin closes, and its stdout closing tells the server
 // it has exited (early, if it failed).
 struct client_process
@@ -196,11 +208,13 @@ struct client_process
     posix_spawn_file_actions_adddup2(&actions, out[1], 1);
     const std::string port_text = std::to_string(port);
     const std::string count_text = std::to_string(connections);
-    char program[] = "/proc/self/exe";
-    char subcommand[] = "idle_clients";
-    char* argv[] = {program, subcommand, const_cast<char*>(port_text.c_str()),
+    std::string program = sibling_program("idle_clients");
+    if (program.empty())
+      return false;
+    char* argv[] = {program.data(), const_cast<char*>(port_text.c_str()),
       const_cast<char*>(count_text.c_str()), nullptr};
-    const int rc = ::posix_spawn(&pid, program, &actions, nullptr, argv, environ);
+    const int rc = ::posix_spawn(&pid, program.c_str(), &actions, nullptr,
+        argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     ::close(in[0]);
     ::close(out[1]);
@@ -306,46 +320,13 @@ struct idle_connections
   }
 };
 
-// The client process: opens n connections, then waits for stdin to close.
-// Plain blocking sockets, so its only job is to hold the connections.
-int idle_clients(unsigned short port, std::size_t n)
-{
-  bench::raise_descriptor_limit();
-  sockaddr_in server{};
-  server.sin_family = AF_INET;
-  server.sin_port = htons(port);
-  server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::vector<int> sockets;
-  sockets.reserve(n);
-  for (std::size_t i = 0; i != n; ++i)
-  {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&server),
-          sizeof server) != 0)
-    {
-      std::fprintf(stderr, "idle_clients: connection %zu: %s\n", i,
-          std::strerror(errno));
-      return 1;
-    }
-    sockets.push_back(fd);
-  }
-  char byte;
-  while (::read(0, &byte, 1) > 0)
-  {
-  }
-  return 0;
-}
-
 } // namespace
 
-int main(int argc, char** argv)
+std::vector<bench::workload> TURNLOOP_BENCH_WORKLOADS()
 {
-  if (argc == 4 && std::strcmp(argv[1], "idle_clients") == 0)
-    return idle_clients(static_cast<unsigned short>(std::atoi(argv[2])),
-        std::strtoul(argv[3], nullptr, 10));
-  return bench::run_program(argc, argv, {
+  return {
     {"idle", bench::on_each_side(idle_context{})},
     {"idle_connections", bench::on_each_side(idle_connections{false})},
     {"idle_connections_pooled", bench::on_each_side(idle_connections{true})},
-  });
+  };
 }

@@ -230,12 +230,12 @@ struct coroutine_post
 
 } // namespace
 
-int main(int argc, char** argv)
+std::vector<bench::workload> TURNLOOP_BENCH_WORKLOADS()
 {
-  return bench::run_program(argc, argv, {
+  return {
     {"chain", bench::on_each_side(chain{false})},
     {"chain_reactor", bench::on_each_side(chain{true})},
     {"cross_thread", bench::on_each_side(cross_thread{})},
     {"coroutine", bench::on_each_side(coroutine_post{})},
-  });
+  };
 }

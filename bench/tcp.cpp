@@ -1057,9 +1057,9 @@ struct http
 
 } // namespace
 
-int main(int argc, char** argv)
+std::vector<bench::workload> TURNLOOP_BENCH_WORKLOADS()
 {
-  return bench::run_program(argc, argv, {
+  return {
     {"ping_pong", bench::on_each_side(ping_pong<false>{false})},
     {"ping_pong_threads", bench::on_each_side(ping_pong<false>{true})},
     {"ping_pong_pooled", bench::on_each_side(ping_pong<false>{false, true})},
@@ -1071,5 +1071,5 @@ int main(int argc, char** argv)
     {"ping_pong_typed", bench::on_each_side(ping_pong<true>{false})},
     {"echo_typed", bench::on_each_side(echo<true>{false})},
     {"http_typed", bench::on_each_side(http<true>{false})},
-  });
+  };
 }

@@ -278,14 +278,14 @@ struct million
 
 } // namespace
 
-int main(int argc, char** argv)
+std::vector<bench::workload> TURNLOOP_BENCH_WORKLOADS()
 {
-  return bench::run_program(argc, argv, {
+  return {
     {"chain", bench::on_each_side(chain<false>{})},
     {"arm_cancel", bench::on_each_side(arm_cancel<false>{})},
     {"million", bench::on_each_side(million<false>{})},
     {"chain_typed", bench::on_each_side(chain<true>{})},
     {"arm_cancel_typed", bench::on_each_side(arm_cancel<true>{})},
     {"million_typed", bench::on_each_side(million<true>{})},
-  });
+  };
 }

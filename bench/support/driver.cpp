@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <stdexcept>
 #include <string_view>
 
 namespace bench {
@@ -203,4 +204,39 @@ int run_program(int argc, char** argv, const std::vector<workload>& workloads)
   return r.failure.empty() ? 0 : 1;
 }
 
+std::vector<workload> joined(std::vector<workload> stock,
+    std::vector<workload> loop)
+{
+  if (stock.size() != loop.size())
+    throw std::logic_error("the two units of a benchmark program list "
+        "different workloads");
+  std::vector<workload> all;
+  for (std::size_t i = 0; i != stock.size(); ++i)
+  {
+    if (std::string_view(stock[i].name) != loop[i].name)
+      throw std::logic_error(std::string("the two units of a benchmark "
+          "program differ at workload ") + stock[i].name);
+    all.push_back({stock[i].name,
+        [on_stock = std::move(stock[i].run), on_loop = std::move(loop[i].run)](
+            const options& o, region& r) {
+          return o.side == side::turnloop ? on_loop(o, r) : on_stock(o, r);
+        }});
+  }
+  return all;
+}
+
 } // namespace bench
+
+int main(int argc, char** argv)
+{
+  try
+  {
+    return bench::run_program(argc, argv,
+        bench::joined(bench::stock_workloads(), bench::turnloop_workloads()));
+  }
+  catch (const std::exception& e)
+  {
+    std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+    return 1;
+  }
+}

@@ -104,17 +104,53 @@ struct workload
   workload_function run;
 };
 
+// Each program's source is compiled twice (bench/Jamfile): once with
+// TURNLOOP_BENCH_UNIT_STOCK, for io_context's two sides, and once with
+// TURNLOOP_BENCH_UNIT_TURNLOOP, for the loop's. Neither side's code is then
+// compiled beside the other's, so g++'s inlining of one (its budget is per
+// translation unit) does not depend on what the other side inlined. A
+// program defines its workloads once, as TURNLOOP_BENCH_WORKLOADS(); main
+// (driver.cpp) joins the two units' lists by name.
+
+/// The workloads of the unit built for io_context's sides, and of the one
+/// built for the loop's; each program defines both from its one source.
+std::vector<workload> stock_workloads();
+std::vector<workload> turnloop_workloads();
+
+/// One list from the two units' lists: each workload runs the loop's side
+/// in the turnloop unit and io_context's sides in the stock one. Throws
+/// std::logic_error if the two lists do not name the same workloads.
+std::vector<workload> joined(std::vector<workload> stock,
+    std::vector<workload> loop);
+
+#if defined(TURNLOOP_BENCH_UNIT_STOCK) || defined(TURNLOOP_BENCH_UNIT_TURNLOOP)
+
+#if defined(TURNLOOP_BENCH_UNIT_TURNLOOP)
+inline constexpr bool unit_runs_turnloop = true;
+#define TURNLOOP_BENCH_WORKLOADS bench::turnloop_workloads
+#else
+inline constexpr bool unit_runs_turnloop = false;
+#define TURNLOOP_BENCH_WORKLOADS bench::stock_workloads
+#endif
+
 /// Wraps a function object with a call operator templated on the maker,
 /// `result operator()(const Maker&, const options&, region&) const`, so it
-/// runs on the side the command line names.
+/// runs on the side the command line names. Only this unit's makers are
+/// instantiated; joined() sends it only the sides it was built for.
 template <typename Workload>
 workload_function on_each_side(Workload w)
 {
-  return [w](const options& o, region& r) {
-    return with_maker(o.side, o.config,
-        [&](const auto& make) { return w(make, o, r); });
+  return [w](const options& o, region& r) -> result {
+    if constexpr (unit_runs_turnloop)
+      return w(turnloop_maker{o.config}, o, r);
+    else if (o.side == side::io_context)
+      return w(io_context_maker{}, o, r);
+    else
+      return w(io_context_1_maker{}, o, r);
   };
 }
+
+#endif
 
 /// Parses the command line, runs the workload it names, prints the result.
 int run_program(int argc, char** argv, const std::vector<workload>& workloads);

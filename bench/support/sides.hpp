@@ -3,7 +3,8 @@
 //
 // The three sides every workload runs on. A workload is a template over a
 // "maker" (a callable returning a fresh context), so all three run the same
-// code and only the context differs.
+// code and only the context differs. Which maker a run gets is decided by
+// bench::on_each_side (driver.hpp), in the translation unit of its side.
 //
 
 #ifndef TURNLOOP_BENCH_SUPPORT_SIDES_HPP
@@ -74,22 +75,6 @@ struct turnloop_maker
 template <typename Maker>
 inline constexpr bool is_turnloop =
   std::is_same_v<typename Maker::context_type, turnloop::loop>;
-
-/// Calls @p f with the maker of side @p s.
-template <typename Function>
-decltype(auto) with_maker(side s, const turnloop::config& cfg, Function&& f)
-{
-  switch (s)
-  {
-  case side::io_context:
-    return f(io_context_maker{});
-  case side::io_context_1:
-    return f(io_context_1_maker{});
-  case side::turnloop:
-    break;
-  }
-  return f(turnloop_maker{cfg});
-}
 
 } // namespace bench
 
