@@ -135,7 +135,7 @@ public:
   /// @returns the number of handlers run.
   /// @throws whatever a handler throws (run() may then be called again), or
   /// system_error(already_running) if another thread is running the loop.
-  TURNLOOP_DECL count_type run();
+  count_type run();
 
   /// Runs at most one handler, blocking until one is ready.
   TURNLOOP_DECL count_type run_one();

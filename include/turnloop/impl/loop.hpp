@@ -11,6 +11,15 @@
 #include <utility>
 
 namespace turnloop {
+
+// Inline, with the handler count and the call of the scheduler's run, as
+// io_context::run() is: the caller's unit compiles the run as it would
+// io_context's (doc/benchmarks.md, "Each side in a file of its own").
+inline loop::count_type loop::run()
+{
+  return core_.run();
+}
+
 namespace detail {
 
 template <typename T>

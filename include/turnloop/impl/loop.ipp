@@ -123,11 +123,6 @@ TURNLOOP_DECL loop::~loop()
   detail::loops_ended().fetch_add(1, std::memory_order_release);
 }
 
-TURNLOOP_DECL loop::count_type loop::run()
-{
-  return core_.run();
-}
-
 TURNLOOP_DECL loop::count_type loop::run_one()
 {
   return core_.run_one();

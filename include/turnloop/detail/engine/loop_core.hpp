@@ -273,7 +273,16 @@ public:
   }
 
   // Driving. Each is called by the matching loop member.
-  TURNLOOP_DECL std::size_t run();
+  std::size_t run()
+  {
+    // io_context::run()'s body, and the handlers it ran.
+    run_scope scope(*this);
+    const progress before = progress_now();
+    error_code ec;
+    const std::size_t ops = scheduler_.run(ec);
+    asio::detail::throw_error(ec);
+    return handlers_since(ops, before);
+  }
   TURNLOOP_DECL std::size_t run_one();
   TURNLOOP_DECL std::size_t poll();
   TURNLOOP_DECL std::size_t poll_one();
@@ -513,8 +522,20 @@ private:
       deferred_completions_ - nested_.deferred};
   }
 
-  TURNLOOP_DECL std::size_t handlers_since(std::size_t scheduler_ops,
-      const progress& before) const noexcept;
+  // The scheduler counts a visit as one operation and does not see I/O
+  // completed in the reactor step; report handlers instead. An operation
+  // whose handler was queued, not run, is not one.
+  std::size_t handlers_since(std::size_t scheduler_ops,
+      const progress& before) const noexcept
+  {
+    const progress now = progress_now();
+    const std::uint64_t visits = now.visits - before.visits
+      + (now.deferred - before.deferred);
+    const std::uint64_t others = scheduler_ops > visits
+      ? scheduler_ops - visits : 0;
+    return static_cast<std::size_t>(others + (now.handlers - before.handlers)
+        + (now.io - before.io));
+  }
 
   // The thread that runs a loop, and the loop it runs.
   static inline thread_local loop_core* current_ = nullptr;

@@ -416,27 +416,6 @@ TURNLOOP_DECL void loop_core::remove_source(turn_source& source) noexcept
 
 // --- driving -------------------------------------------------------------------
 
-TURNLOOP_DECL std::size_t loop_core::handlers_since(std::size_t scheduler_ops,
-    const progress& before) const noexcept
-{
-  // The scheduler counts a visit as one operation and does not see I/O
-  // completed in the reactor step; report handlers instead. An operation
-  // whose handler was queued, not run, is not one.
-  const progress now = progress_now();
-  const std::uint64_t visits = now.visits - before.visits
-    + (now.deferred - before.deferred);
-  const std::uint64_t others = scheduler_ops > visits ? scheduler_ops - visits : 0;
-  return static_cast<std::size_t>(others + (now.handlers - before.handlers)
-      + (now.io - before.io));
-}
-
-TURNLOOP_DECL std::size_t loop_core::run()
-{
-  run_scope scope(*this);
-  const progress before = progress_now();
-  return handlers_since(owner_.io_context::run(), before);
-}
-
 TURNLOOP_DECL std::size_t loop_core::run_one()
 {
   run_scope scope(*this);
