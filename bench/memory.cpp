@@ -28,21 +28,16 @@
 
 #include <turnloop/asio.hpp>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -187,9 +182,9 @@ std::string sibling_program(const char* name)
   return path.replace(path.rfind('/') + 1, std::string::npos, name);
 }
 
-// Starts idle_clients, from this program's directory, connected to the child by two pipes: the
-// child exits when its stdin closes, and its stdout closing tells the server
-// it has exited (early, if it failed).
+// Starts idle_clients, from this program's directory, connected to it by
+// two pipes: the child exits when its stdin closes, and its stdout closing
+// tells the server it has exited (early, if it failed).
 struct client_process
 {
   pid_t pid = -1;

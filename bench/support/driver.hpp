@@ -110,7 +110,7 @@ struct workload
 // compiled beside the other's, so g++'s inlining of one (its budget is per
 // translation unit) does not depend on what the other side inlined. A
 // program defines its workloads once, as TURNLOOP_BENCH_WORKLOADS(); main
-// (driver.cpp) joins the two units' lists by name.
+// (driver.cpp) joins the two units' lists.
 
 /// The workloads of the unit built for io_context's sides, and of the one
 /// built for the loop's; each program defines both from its one source.
