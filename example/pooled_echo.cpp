@@ -86,6 +86,17 @@ awaitable<bool> clients(tcp::endpoint server, turnloop::buffer_pool& pool,
     if (reply != message)
       co_return false;
   }
+  // A session gives its lease back when its write completes, which the
+  // client may see after it has read the echo (on Windows the completion
+  // comes through the port): wait for the last one, for at most 5 s.
+  const auto deadline = std::chrono::steady_clock::now()
+    + std::chrono::seconds(5);
+  while (pool.stats().leased != 0
+      && std::chrono::steady_clock::now() < deadline)
+  {
+    settle.expires_after(std::chrono::milliseconds(1));
+    co_await settle.async_wait(use_awaitable);
+  }
   const turnloop::buffer_pool_stats busy = pool.stats();
   std::cout << "echoed through each: " << busy.minted
     << " buffers minted (at most " << busy.leased_high_water
