@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(signals_from_other_threads_wake_a_parked_loop_once,
   std::atomic<bool> burst_made{false};
   std::atomic<bool> held_until_made{false};
   bool held = false;
-  source.before_run = [&] { // Boost.Test's checks stay on this thread
+  source.before_run = [&] { // the loop's thread: no Boost.Test check here
     if (!std::exchange(held, true))
       held_until_made = test::wait_for([&] { return burst_made.load(); });
   };
