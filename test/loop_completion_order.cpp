@@ -5,7 +5,9 @@
 // reactor finds ready run behind the completions already queued (a
 // speculative write, a post), and what a turn's budget leaves of them runs
 // before anything their handlers queue. Each scenario runs on io_context and
-// on a loop, and the two sequences must be equal.
+// on a loop, and the two sequences must be equal (on Windows, where the
+// completion port's order varies from run to run, see
+// same_order_as_io_context).
 //
 
 #include <turnloop/loop.hpp>
@@ -15,6 +17,7 @@
 
 #include "asio.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <memory>
@@ -154,20 +157,33 @@ namespace {
 
 // Runs @p scenario on io_context, which must give @p expected, then on a loop,
 // which must give the same. @p expected is what the reactors give; Asio's
-// io_uring backend orders completions as the kernel reports them, and its
-// IOCP context (Windows) as the completion port delivers them, one packet
-// per GetQueuedCompletionStatus, so there the loop must give io_context's
-// order, whatever it is.
+// io_uring backend orders completions as the kernel reports them, so there
+// the loop must give io_context's order, whatever it is.
+//
+// On Windows the IOCP context orders them as the completion port delivers
+// them, and a read's packet reaches the port when the system completes the
+// read, after the peer's write, at a time of the system's choosing: the
+// same run may see it before or after a packet posted later (under Wine,
+// 1 run of the CI's 4 gave io_context "read, handler, write" and the loop
+// "handler, read, write"). There each context must complete every
+// operation once, and none may fail.
 template <typename Scenario>
 void same_order_as_io_context(Scenario scenario, const sequence& expected)
 {
   asio::io_context ioc(1);
   const sequence stock = scenario(ioc);
-  if (!turnloop::detail::has_iocp_engine && !test::on_asio_io_uring)
-    BOOST_TEST(stock == expected, boost::test_tools::per_element());
-
   turnloop::loop l;
   const sequence ours = scenario(l);
+  if constexpr (turnloop::detail::has_iocp_engine)
+  {
+    BOOST_TEST(std::is_permutation(stock.begin(), stock.end(),
+        expected.begin(), expected.end()));
+    BOOST_TEST(std::is_permutation(ours.begin(), ours.end(),
+        expected.begin(), expected.end()));
+    return;
+  }
+  if (!test::on_asio_io_uring)
+    BOOST_TEST(stock == expected, boost::test_tools::per_element());
   BOOST_TEST(ours == stock, boost::test_tools::per_element());
 }
 
