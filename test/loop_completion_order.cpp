@@ -212,10 +212,48 @@ BOOST_AUTO_TEST_CASE(a_posted_handler_runs_before_a_read_the_reactor_finds_ready
       {"handler", "read", "write"});
 }
 
+namespace {
+
+// On Windows (same_order_as_io_context says why): every read and write
+// completed once, and each write after the read whose handler started it.
+bool a_port_order_of_reads_and_writes(const sequence& seen)
+{
+  sequence expected;
+  for (const char* kind : {"read ", "write "})
+    for (int i = 0; i != 3; ++i)
+      expected.push_back(kind + std::to_string(i));
+  if (!std::is_permutation(seen.begin(), seen.end(), expected.begin(),
+        expected.end()))
+    return false;
+  for (int i = 0; i != 3; ++i)
+  {
+    const auto at = [&](const std::string& s) {
+      return std::find(seen.begin(), seen.end(), s) - seen.begin();
+    };
+    if (at("write " + std::to_string(i)) < at("read " + std::to_string(i)))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 BOOST_AUTO_TEST_CASE(reads_left_over_by_the_turn_budget_complete_before_what_their_handlers_queue)
 {
   asio::io_context ioc(1);
   const sequence stock = ready_reads_before_the_writes_they_start(ioc);
+  if constexpr (turnloop::detail::has_iocp_engine)
+  {
+    BOOST_TEST(a_port_order_of_reads_and_writes(stock));
+    for (std::size_t events : {1u, 2u, 256u})
+    {
+      turnloop::loop l(budget_of(events));
+      BOOST_TEST(a_port_order_of_reads_and_writes(
+            ready_reads_before_the_writes_they_start(l)),
+          "events_per_turn " << events);
+    }
+    return;
+  }
   BOOST_TEST_REQUIRE(stock.size() == 6u);
   for (std::size_t i = 0; i != stock.size(); ++i)
     BOOST_TEST(stock[i].starts_with(i < 3 ? "read" : "write"));
