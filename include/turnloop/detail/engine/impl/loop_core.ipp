@@ -293,6 +293,9 @@ TURNLOOP_DECL void loop_core::visit()
     stop_requested_.store(false, std::memory_order_relaxed);
   }
 
+  // A visit runs at most limit handlers, then the loop goes back to the
+  // reactor, so I/O waits at most a turn's budget of them: limit is
+  // events_per_turn, or less under a limit_scope, which only lowers it.
   const std::size_t limit = visit_limit_;
   const std::size_t per_turn = config_.events_per_turn;
   std::size_t ran = 0;
@@ -339,15 +342,15 @@ TURNLOOP_DECL void loop_core::visit()
     // Services' completions (turn sources), within the same budget.
     if (sources_signalled_.load(std::memory_order_relaxed) != 0)
     {
-      ran += run_sources(std::min(per_turn, limit - ran));
+      ran += run_sources(limit - ran);
       if (ran >= limit || stop_requested_.load(std::memory_order_relaxed))
         return;
     }
 
-    // Back to the reactor when this visit has used a turn's budget, so I/O
-    // waits at most events_per_turn handlers; or when a turn found nothing
-    // to run (a cross-thread post still being pushed is picked up later).
-    if (ran >= per_turn || ran == ran_before)
+    // Back to the reactor, too, when a turn found nothing to run (a
+    // cross-thread post still being pushed is picked up later). Here ran is
+    // below limit, so no test of the budget is needed.
+    if (ran == ran_before)
       return;
   }
 }
