@@ -225,14 +225,12 @@ bool a_port_order_of_reads_and_writes(const sequence& seen)
   if (!std::is_permutation(seen.begin(), seen.end(), expected.begin(),
         expected.end()))
     return false;
+  const auto at = [&](const std::string& s) {
+    return std::find(seen.begin(), seen.end(), s) - seen.begin();
+  };
   for (int i = 0; i != 3; ++i)
-  {
-    const auto at = [&](const std::string& s) {
-      return std::find(seen.begin(), seen.end(), s) - seen.begin();
-    };
     if (at("write " + std::to_string(i)) < at("read " + std::to_string(i)))
       return false;
-  }
   return true;
 }
 
